@@ -1,0 +1,1 @@
+//! seawall-audit (being built).

@@ -1,0 +1,43 @@
+//! `seawall`: see what your retry settings do when everything fails at once.
+//!
+//! A thin binary: each subcommand parses its flags into typed arguments, validates them into the
+//! library's objects, and hands them to the crate that does the work. `anyhow` lives here only.
+//! Exit codes: 0 success, 1 findings/failure of the checked property, 2 unusable input.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod audit;
+mod simulate;
+
+/// seawall stops retry storms: simulate them, audit configs for them, and test the cure.
+#[derive(Debug, Parser)]
+#[command(name = "seawall", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Simulate a retry storm under several retry policies, side by side (deterministic).
+    Simulate(simulate::Args),
+    /// Audit a call graph's retry settings: worst-case amplification and findings.
+    Audit(audit::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Simulate(args) => simulate::run(args),
+        Command::Audit(args) => audit::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("seawall: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! seawall-report (being built).

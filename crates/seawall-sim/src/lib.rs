@@ -1,0 +1,1 @@
+//! seawall-sim (being built).

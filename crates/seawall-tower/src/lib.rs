@@ -1,0 +1,1 @@
+//! seawall-tower (being built).

@@ -1,0 +1,269 @@
+//! How long to wait before a retry: exponential growth, a cap, and jitter.
+//!
+//! # Why full jitter
+//!
+//! Clients that failed together and wait the same delay retry together: exponential backoff
+//! without jitter spreads the *waves* out in time but keeps every client in phase, so the
+//! dependency sees a square wave instead of a trickle (seed 001: "a spike at t+100ms, a bigger
+//! one at t+300ms, a bigger one at t+700ms"). Full jitter draws the wait uniformly from
+//! `[0, min(cap, base · 2^(retry-1)))`, which is the only variant that spreads load evenly rather
+//! than merely delaying the collision. Equal, decorrelated, gRPC-style (±20 %) and no jitter are
+//! here for comparison in the simulator.
+//!
+//! # Defaults and their source
+//!
+//! AWS SDKs' updated retry behaviour (2026): full jitter, base 50 ms for transient errors, 1 s
+//! for throttling, cap 20 s. The ceilings for retries 1, 2, 3, … are then 0.05, 0.1, 0.2, …,
+//! 12.8, 20, 20 s.
+//!
+//! ```
+//! use seawall::backoff::Backoff;
+//! use seawall::rng::SeededRng;
+//! use std::time::Duration;
+//!
+//! let b = Backoff::default();
+//! assert_eq!(b.ceiling(1, false), Duration::from_millis(50));
+//! assert_eq!(b.ceiling(9, false), Duration::from_millis(12_800));
+//! assert_eq!(b.ceiling(10, false), Duration::from_secs(20));
+//! assert_eq!(b.ceiling(1, true), Duration::from_secs(1));
+//!
+//! let mut rng = SeededRng::new(1);
+//! let wait = b.delay(3, false, Duration::ZERO, &mut rng);
+//! assert!(wait < Duration::from_millis(200));
+//! ```
+
+use std::time::Duration;
+
+use crate::error::{ConfigError, check_f64};
+use crate::rng::Rng;
+
+/// How the wait is randomised around (or below) the exponential ceiling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Jitter {
+    /// `U[0,1) · ceiling` — the default. (AWS Architecture Blog, "Exponential Backoff And Jitter".)
+    #[default]
+    Full,
+    /// `ceiling/2 + U[0,1) · ceiling/2`.
+    Equal,
+    /// `min(cap, U[base, 3 · previous wait))` — AWS's "decorrelated jitter".
+    Decorrelated,
+    /// `ceiling · U[0.8, 1.2)` — gRPC's retry backoff (gRFC A6, ±20 %). May exceed the cap by 20 %.
+    Grpc,
+    /// Exactly the ceiling: synchronised clients stay synchronised. For comparison only.
+    None,
+}
+
+/// Exponential backoff with a cap, a separate base for throttling, and jitter.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Backoff {
+    jitter: Jitter,
+    base: Duration,
+    throttle_base: Duration,
+    cap: Duration,
+    multiplier: f64,
+}
+
+impl Default for Backoff {
+    /// AWS 2026 defaults: full jitter, 50 ms base, 1 s throttling base, 20 s cap, ×2.
+    fn default() -> Self {
+        Backoff {
+            jitter: Jitter::Full,
+            base: Duration::from_millis(50),
+            throttle_base: Duration::from_secs(1),
+            cap: Duration::from_secs(20),
+            multiplier: 2.0,
+        }
+    }
+}
+
+/// The longest base or cap accepted: one hour. Longer waits are configuration mistakes.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(3600);
+
+impl Backoff {
+    /// A backoff with the given jitter, base (for transient errors and throttling alike), cap and
+    /// multiplier. Use [`Backoff::with_throttle_base`] for a separate throttling base.
+    ///
+    /// `base` and `cap` must be at most [`MAX_BACKOFF`]; `multiplier` in `[1, 16]`.
+    pub fn new(
+        jitter: Jitter,
+        base: Duration,
+        cap: Duration,
+        multiplier: f64,
+    ) -> Result<Self, ConfigError> {
+        if base > MAX_BACKOFF {
+            return Err(ConfigError::new("backoff.base", "at most 1 hour", format!("{base:?}")));
+        }
+        if cap > MAX_BACKOFF {
+            return Err(ConfigError::new("backoff.cap", "at most 1 hour", format!("{cap:?}")));
+        }
+        let multiplier = check_f64("backoff.multiplier", "in [1, 16]", multiplier, 1.0, 16.0)?;
+        Ok(Backoff { jitter, base, throttle_base: base, cap, multiplier })
+    }
+
+    /// A flat delay with no jitter (the "3 retries, flat 100 ms" of seed 000).
+    pub fn constant(delay: Duration) -> Result<Self, ConfigError> {
+        Self::new(Jitter::None, delay, delay, 1.0)
+    }
+
+    /// Sets the base used after a throttling response (429, RESOURCE_EXHAUSTED).
+    pub fn with_throttle_base(mut self, base: Duration) -> Result<Self, ConfigError> {
+        if base > MAX_BACKOFF {
+            return Err(ConfigError::new(
+                "backoff.throttle_base",
+                "at most 1 hour",
+                format!("{base:?}"),
+            ));
+        }
+        self.throttle_base = base;
+        Ok(self)
+    }
+
+    /// The jitter variant.
+    pub fn jitter(&self) -> Jitter {
+        self.jitter
+    }
+
+    /// The cap.
+    pub fn cap(&self) -> Duration {
+        self.cap
+    }
+
+    /// The base for transient errors.
+    pub fn base(&self) -> Duration {
+        self.base
+    }
+
+    /// `min(cap, base · multiplier^(retry-1))` for retry number `retry` (1 = the first retry).
+    pub fn ceiling(&self, retry: u32, throttled: bool) -> Duration {
+        let base = if throttled { self.throttle_base } else { self.base };
+        let exp = retry.saturating_sub(1).min(1024) as i32;
+        let secs = base.as_secs_f64() * self.multiplier.powi(exp);
+        let cap = self.cap.as_secs_f64();
+        if secs.is_finite() && secs < cap {
+            // Round to whole nanoseconds so that 0.05 · 2^8 is exactly 12.8 s.
+            Duration::from_nanos((secs * 1e9).round() as u64)
+        } else {
+            self.cap
+        }
+    }
+
+    /// The wait before retry number `retry` (1 = first retry). `previous` is the previous wait
+    /// (used only by decorrelated jitter; pass `Duration::ZERO` for the first retry).
+    pub fn delay(
+        &self,
+        retry: u32,
+        throttled: bool,
+        previous: Duration,
+        rng: &mut impl Rng,
+    ) -> Duration {
+        let ceiling = self.ceiling(retry, throttled);
+        match self.jitter {
+            Jitter::Full => ceiling.mul_f64(rng.next_f64()),
+            Jitter::Equal => ceiling / 2 + (ceiling / 2).mul_f64(rng.next_f64()),
+            Jitter::Decorrelated => {
+                let base = if throttled { self.throttle_base } else { self.base };
+                let hi = previous.saturating_mul(3).max(base);
+                let d = base + (hi - base).mul_f64(rng.next_f64());
+                d.min(self.cap)
+            }
+            Jitter::Grpc => ceiling.mul_f64(0.8 + 0.4 * rng.next_f64()),
+            Jitter::None => ceiling,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::SeededRng;
+    use proptest::prelude::*;
+
+    #[test]
+    fn aws_full_jitter_ceilings() {
+        let b = Backoff::default();
+        let expect_ms = [50, 100, 200, 400, 800, 1600, 3200, 6400, 12_800, 20_000, 20_000];
+        for (i, ms) in expect_ms.iter().enumerate() {
+            assert_eq!(
+                b.ceiling(i as u32 + 1, false),
+                Duration::from_millis(*ms),
+                "retry {}",
+                i + 1
+            );
+        }
+        assert_eq!(b.ceiling(u32::MAX, false), Duration::from_secs(20));
+        assert_eq!(b.ceiling(1, true), Duration::from_secs(1));
+        assert_eq!(b.ceiling(6, true), Duration::from_secs(20));
+    }
+
+    #[test]
+    fn no_jitter_exponential_from_100ms() {
+        // Seed 001: 100 ms, 200 ms, 400 ms.
+        let b =
+            Backoff::new(Jitter::None, Duration::from_millis(100), Duration::from_secs(20), 2.0)
+                .unwrap();
+        let mut rng = SeededRng::new(0);
+        let waits: Vec<_> = (1..=3).map(|n| b.delay(n, false, Duration::ZERO, &mut rng)).collect();
+        assert_eq!(waits, [100, 200, 400].map(Duration::from_millis));
+    }
+
+    #[test]
+    fn constant_is_flat() {
+        let b = Backoff::constant(Duration::from_millis(100)).unwrap();
+        let mut rng = SeededRng::new(0);
+        for n in 1..5 {
+            assert_eq!(b.delay(n, false, Duration::ZERO, &mut rng), Duration::from_millis(100));
+        }
+    }
+
+    #[test]
+    fn rejects_bad_config() {
+        assert!(
+            Backoff::new(Jitter::Full, Duration::from_secs(7200), Duration::from_secs(1), 2.0)
+                .is_err()
+        );
+        assert!(
+            Backoff::new(Jitter::Full, Duration::ZERO, Duration::from_secs(1), f64::NAN).is_err()
+        );
+        let e =
+            Backoff::new(Jitter::Full, Duration::ZERO, Duration::from_secs(1), 0.5).unwrap_err();
+        assert_eq!(e.field(), "backoff.multiplier");
+        assert!(e.to_string().contains("[1, 16]"));
+    }
+
+    #[test]
+    fn full_jitter_spreads() {
+        let b = Backoff::default();
+        let mut rng = SeededRng::new(3);
+        let waits: Vec<_> =
+            (0..1000).map(|_| b.delay(4, false, Duration::ZERO, &mut rng)).collect();
+        let mean = waits.iter().map(|d| d.as_secs_f64()).sum::<f64>() / 1000.0;
+        assert!((mean - 0.2).abs() < 0.02, "mean of U[0, 400ms) ≈ 200 ms, got {mean}");
+    }
+
+    proptest! {
+        #[test]
+        fn full_jitter_never_exceeds_ceiling(
+            base_ms in 0u64..5_000, cap_ms in 0u64..60_000, retry in 1u32..200, seed: u64,
+        ) {
+            let b = Backoff::new(Jitter::Full, Duration::from_millis(base_ms), Duration::from_millis(cap_ms), 2.0).unwrap();
+            let mut rng = SeededRng::new(seed);
+            let d = b.delay(retry, false, Duration::ZERO, &mut rng);
+            let exact = (base_ms as f64) * 2f64.powi((retry - 1).min(1000) as i32);
+            prop_assert!(d <= Duration::from_millis(cap_ms));
+            prop_assert!(d.as_secs_f64() * 1000.0 <= exact + 1e-6);
+        }
+
+        #[test]
+        fn equal_and_decorrelated_stay_in_bounds(
+            base_ms in 0u64..5_000, cap_ms in 0u64..60_000, retry in 1u32..50, prev_ms in 0u64..100_000, seed: u64,
+        ) {
+            let mut rng = SeededRng::new(seed);
+            for j in [Jitter::Equal, Jitter::Decorrelated] {
+                let b = Backoff::new(j, Duration::from_millis(base_ms), Duration::from_millis(cap_ms), 2.0).unwrap();
+                let d = b.delay(retry, false, Duration::from_millis(prev_ms), &mut rng);
+                prop_assert!(d <= Duration::from_millis(cap_ms.max(base_ms)));
+            }
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! Counters every part reports into: calls, attempts, retries, give-ups by reason.
+//!
+//! Plain relaxed atomics; exporters (Prometheus, OpenTelemetry) live with the middleware and read
+//! a [`Snapshot`]. The signal seed 000 wished it had watched is attempts per logical call: a
+//! healthy client sits at ≈ 1.0, a storm pushes it towards the attempt cap.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::policy::GiveUpReason;
+
+/// Largest attempt count with its own histogram bucket; longer calls land in the last bucket.
+pub const MAX_TRACKED_ATTEMPTS: usize = 8;
+
+/// Counters for one client (one policy).
+#[derive(Debug, Default)]
+pub struct Metrics {
+    calls: AtomicU64,
+    attempts: AtomicU64,
+    retries: AtomicU64,
+    successes: AtomicU64,
+    give_ups: [AtomicU64; GiveUpReason::COUNT],
+    attempts_per_call: [AtomicU64; MAX_TRACKED_ATTEMPTS],
+}
+
+/// A point-in-time copy of [`Metrics`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Logical calls started.
+    pub calls: u64,
+    /// Attempts sent (first attempts and retries).
+    pub attempts: u64,
+    /// Retries sent (attempts after the first).
+    pub retries: u64,
+    /// Calls that ended in success.
+    pub successes: u64,
+    /// Calls given up, indexed by [`GiveUpReason::index`].
+    pub give_ups: [u64; GiveUpReason::COUNT],
+    /// Finished calls by number of attempts: `[0]` is 1 attempt, the last bucket is 8 or more.
+    pub attempts_per_call: [u64; MAX_TRACKED_ATTEMPTS],
+}
+
+impl Snapshot {
+    /// Calls given up for `reason`.
+    pub fn give_ups(&self, reason: GiveUpReason) -> u64 {
+        self.give_ups[reason.index()]
+    }
+
+    /// Retries refused by the budget or local throttling ("retry overflow").
+    pub fn retry_overflow(&self) -> u64 {
+        self.give_ups(GiveUpReason::BudgetExhausted) + self.give_ups(GiveUpReason::ThrottledLocally)
+    }
+
+    /// Attempts per logical call (0 when there were no calls).
+    pub fn attempts_per_call(&self) -> f64 {
+        if self.calls == 0 { 0.0 } else { self.attempts as f64 / self.calls as f64 }
+    }
+}
+
+impl Metrics {
+    /// Zeroed counters.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    #[inline]
+    pub(crate) fn call_started(&self) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+    }
+
+    #[inline]
+    pub(crate) fn attempt_sent(&self, retry: bool) {
+        self.attempts.fetch_add(1, Ordering::Relaxed);
+        if retry {
+            self.retries.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[inline]
+    pub(crate) fn call_ended(&self, attempts: u32, outcome: Result<(), GiveUpReason>) {
+        match outcome {
+            Ok(()) => self.successes.fetch_add(1, Ordering::Relaxed),
+            Err(r) => self.give_ups[r.index()].fetch_add(1, Ordering::Relaxed),
+        };
+        let i = (attempts.max(1) as usize).min(MAX_TRACKED_ATTEMPTS) - 1;
+        self.attempts_per_call[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A copy of the counters. Not atomic across counters (each is read once, relaxed).
+    pub fn snapshot(&self) -> Snapshot {
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Snapshot {
+            calls: load(&self.calls),
+            attempts: load(&self.attempts),
+            retries: load(&self.retries),
+            successes: load(&self.successes),
+            give_ups: std::array::from_fn(|i| load(&self.give_ups[i])),
+            attempts_per_call: std::array::from_fn(|i| load(&self.attempts_per_call[i])),
+        }
+    }
+}

@@ -1,0 +1,271 @@
+use super::*;
+use crate::budget::{GrpcThrottle, Unlimited};
+use crate::classify::HttpClassifier;
+
+const T0: Instant = Instant::ZERO;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn fail_503() -> Class {
+    HttpClassifier::default().classify(503)
+}
+
+fn policy() -> RetryPolicy<Unlimited> {
+    RetryPolicy::new(PolicyConfig::default(), Unlimited).with_seed(1)
+}
+
+/// Runs a call in which every attempt gets `class`; returns the decisions.
+fn run_all<B: Budget>(
+    p: &RetryPolicy<B>,
+    info: RequestInfo,
+    class: Class,
+    hint: Hint,
+) -> (Vec<Decision>, Instant) {
+    let mut now = T0;
+    let mut call = p.start(now, info, Some(Deadline::after(now, Duration::from_secs(10))));
+    let mut out = Vec::new();
+    while p.before_attempt(&mut call, now).is_ok() {
+        let d = p.after_attempt(&mut call, now, class, hint);
+        out.push(d);
+        match d {
+            Decision::Retry { after } => now = now + after,
+            _ => break,
+        }
+    }
+    (out, now)
+}
+
+#[test]
+fn three_attempts_then_exhausted() {
+    let p = policy();
+    let (ds, _) = run_all(&p, RequestInfo::idempotent(), fail_503(), Hint::None);
+    assert_eq!(ds.len(), 3);
+    assert!(matches!(ds[0], Decision::Retry { .. }));
+    assert!(matches!(ds[1], Decision::Retry { .. }));
+    assert_eq!(
+        ds[2],
+        Decision::GiveUp(GiveUp { reason: GiveUpReason::AttemptsExhausted, overloaded: true })
+    );
+    let s = p.metrics().snapshot();
+    assert_eq!((s.calls, s.attempts, s.retries), (1, 3, 2));
+    assert_eq!(s.give_ups(GiveUpReason::AttemptsExhausted), 1);
+    assert_eq!(s.attempts_per_call[2], 1);
+}
+
+#[test]
+fn fail_fast_makes_one_attempt_and_signals_overload() {
+    let p = RetryPolicy::new(PolicyConfig::fail_fast(), Unlimited).with_seed(1);
+    let (ds, _) = run_all(&p, RequestInfo::idempotent(), fail_503(), Hint::None);
+    assert_eq!(
+        ds,
+        [Decision::GiveUp(GiveUp { reason: GiveUpReason::AttemptsExhausted, overloaded: true })]
+    );
+    assert!(PolicyConfig::fail_fast().with_max_attempts(3).is_err());
+}
+
+#[test]
+fn four_xx_is_never_retried_nor_signalled_as_overload() {
+    let p = policy();
+    for status in [400, 401, 403, 404, 422] {
+        let (ds, _) = run_all(
+            &p,
+            RequestInfo::idempotent(),
+            HttpClassifier::default().classify(status),
+            Hint::None,
+        );
+        assert_eq!(
+            ds,
+            [Decision::GiveUp(GiveUp { reason: GiveUpReason::NotRetryable, overloaded: false })]
+        );
+    }
+}
+
+#[test]
+fn explicit_overload_is_not_retried() {
+    let p = policy();
+    let (ds, _) = run_all(&p, RequestInfo::idempotent(), Class::Overloaded, Hint::None);
+    assert_eq!(ds.len(), 1);
+    let (ds, _) = run_all(&p, RequestInfo::idempotent(), fail_503(), Hint::DontRetry);
+    assert_eq!(
+        ds,
+        [Decision::GiveUp(GiveUp { reason: GiveUpReason::ServerSaidDontRetry, overloaded: true })]
+    );
+}
+
+#[test]
+fn non_idempotent_only_when_never_sent() {
+    let p = policy();
+    let (ds, _) = run_all(&p, RequestInfo::http("POST", false), fail_503(), Hint::None);
+    assert_eq!(
+        ds[0],
+        Decision::GiveUp(GiveUp { reason: GiveUpReason::NotIdempotent, overloaded: true })
+    );
+    let refused = Class::Retryable(Transient::ConnectRefused);
+    let (ds, _) = run_all(&p, RequestInfo::http("POST", false), refused, Hint::None);
+    assert_eq!(ds.len(), 3, "connect refused proves the request never reached the server");
+    let (ds, _) = run_all(&p, RequestInfo::http("POST", true), fail_503(), Hint::None);
+    assert_eq!(ds.len(), 3, "an idempotency key makes a POST retryable");
+}
+
+#[test]
+fn hint_is_a_lower_bound_with_jitter_on_top() {
+    let p = policy();
+    let mut waits = Vec::new();
+    for _ in 0..200 {
+        let mut call = p.start(T0, RequestInfo::idempotent(), None);
+        p.before_attempt(&mut call, T0).unwrap();
+        match p.after_attempt(&mut call, T0, Class::Throttled, Hint::After(Duration::from_secs(2)))
+        {
+            Decision::Retry { after } => waits.push(after),
+            d => panic!("{d:?}"),
+        }
+    }
+    assert!(waits.iter().all(|w| *w >= Duration::from_secs(2) && *w <= Duration::from_secs(3)));
+    let distinct: std::collections::HashSet<_> = waits.iter().collect();
+    assert!(distinct.len() > 150, "hinted waits are jittered");
+}
+
+#[test]
+fn hint_past_deadline_gives_up_at_once() {
+    let p = policy();
+    let mut call =
+        p.start(T0, RequestInfo::idempotent(), Some(Deadline::after(T0, Duration::from_secs(1))));
+    p.before_attempt(&mut call, T0).unwrap();
+    let d = p.after_attempt(&mut call, T0, fail_503(), Hint::After(Duration::from_secs(5)));
+    assert_eq!(
+        d,
+        Decision::GiveUp(GiveUp { reason: GiveUpReason::DeadlineTooClose, overloaded: true })
+    );
+}
+
+#[test]
+fn hint_past_max_wait_gives_up() {
+    let p = policy();
+    let (ds, _) =
+        run_all(&p, RequestInfo::idempotent(), fail_503(), Hint::After(Duration::from_secs(3600)));
+    assert_eq!(
+        ds,
+        [Decision::GiveUp(GiveUp { reason: GiveUpReason::ServerSaidDontRetry, overloaded: true })]
+    );
+}
+
+#[test]
+fn attempt_timeout_is_min_of_per_try_and_time_left() {
+    let cfg = PolicyConfig::default().with_per_try_timeout(ms(250)).unwrap();
+    let p = RetryPolicy::new(cfg, Unlimited).with_seed(1);
+    let mut call = p.start(T0, RequestInfo::idempotent(), Some(Deadline::after(T0, ms(1000))));
+    let a = p.before_attempt(&mut call, T0).unwrap();
+    assert_eq!(a.timeout(), Some(ms(250)));
+    let _ = p.after_attempt(&mut call, T0, fail_503(), Hint::None);
+    let late = T0 + ms(900);
+    let a = p.before_attempt(&mut call, late).unwrap();
+    assert_eq!(a.timeout(), Some(ms(100)));
+    assert_eq!(a.time_left(), Some(ms(100)));
+}
+
+#[test]
+fn no_attempt_with_less_than_min_time_left() {
+    let p = policy();
+    let mut call = p.start(T0, RequestInfo::idempotent(), Some(Deadline::after(T0, ms(4))));
+    assert_eq!(p.before_attempt(&mut call, T0).unwrap_err().reason, GiveUpReason::DeadlineTooClose);
+    assert!(call.is_finished());
+}
+
+#[test]
+fn kill_switch_stops_retries_on_next_decision() {
+    let p = policy();
+    let mut call = p.start(T0, RequestInfo::idempotent(), None);
+    p.before_attempt(&mut call, T0).unwrap();
+    let Decision::Retry { after } = p.after_attempt(&mut call, T0, fail_503(), Hint::None) else {
+        panic!()
+    };
+    p.control().disable();
+    let e = p.before_attempt(&mut call, T0 + after).unwrap_err();
+    assert_eq!(e.reason, GiveUpReason::RetriesDisabled);
+    // first attempts are unaffected
+    let mut call = p.start(T0, RequestInfo::idempotent(), None);
+    assert!(p.before_attempt(&mut call, T0).is_ok());
+    assert_eq!(
+        p.after_attempt(&mut call, T0, fail_503(), Hint::None),
+        Decision::GiveUp(GiveUp { reason: GiveUpReason::RetriesDisabled, overloaded: true })
+    );
+}
+
+#[test]
+fn budget_refusal_is_retry_overflow() {
+    let p =
+        RetryPolicy::new(PolicyConfig::default(), GrpcThrottle::new(2, 0.1).unwrap()).with_seed(1);
+    // 2 tokens: the first failure leaves 1 = max/2 → no retry.
+    let (ds, _) = run_all(&p, RequestInfo::idempotent(), fail_503(), Hint::None);
+    assert_eq!(
+        ds,
+        [Decision::GiveUp(GiveUp { reason: GiveUpReason::BudgetExhausted, overloaded: true })]
+    );
+    assert_eq!(p.metrics().snapshot().retry_overflow(), 1);
+}
+
+#[test]
+fn waits_grow_and_stay_under_ceiling() {
+    let p = policy();
+    for _ in 0..100 {
+        let (ds, _) = run_all(&p, RequestInfo::idempotent(), fail_503(), Hint::None);
+        if let Decision::Retry { after } = ds[0] {
+            assert!(after < ms(50));
+        }
+        if let Decision::Retry { after } = ds[1] {
+            assert!(after < ms(100));
+        }
+    }
+}
+
+#[test]
+fn concurrent_calls_draw_different_jitter() {
+    let p = policy();
+    let mut a = p.start(T0, RequestInfo::idempotent(), None);
+    let mut b = p.start(T0, RequestInfo::idempotent(), None);
+    p.before_attempt(&mut a, T0).unwrap();
+    p.before_attempt(&mut b, T0).unwrap();
+    let da = p.after_attempt(&mut a, T0, fail_503(), Hint::None);
+    let db = p.after_attempt(&mut b, T0, fail_503(), Hint::None);
+    assert_ne!(da, db);
+}
+
+#[test]
+fn same_seed_same_decisions() {
+    let run = || {
+        let p = policy();
+        (0..20)
+            .map(|_| run_all(&p, RequestInfo::idempotent(), fail_503(), Hint::None).1)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(run(), run());
+}
+
+#[test]
+fn misuse_does_not_panic() {
+    let p = policy();
+    let mut call = p.start(T0, RequestInfo::idempotent(), None);
+    assert!(matches!(
+        p.after_attempt(&mut call, T0, Class::Success, Hint::None),
+        Decision::GiveUp(_)
+    ));
+    p.before_attempt(&mut call, T0).unwrap();
+    assert!(p.before_attempt(&mut call, T0).is_err(), "two attempts in flight");
+    assert_eq!(p.after_attempt(&mut call, T0, Class::Success, Hint::None), Decision::Success);
+    assert!(p.before_attempt(&mut call, T0).is_err());
+    p.abandon(&mut call, T0);
+    assert_eq!(p.metrics().snapshot().successes, 1);
+}
+
+#[test]
+fn abandon_releases_and_counts_once() {
+    let p = policy();
+    let mut call = p.start(T0, RequestInfo::idempotent(), None);
+    p.before_attempt(&mut call, T0).unwrap();
+    p.abandon(&mut call, T0);
+    p.abandon(&mut call, T0);
+    let s = p.metrics().snapshot();
+    assert_eq!(s.give_ups.iter().sum::<u64>(), 1);
+}
