@@ -1,1 +1,9 @@
-//! seawall-report (being built).
+//! The results of a simulation or a lab run, and the report people read.
+//!
+//! `seawall simulate` and `seawall lab` produce the same [`Results`], so the two can be laid side
+//! by side: same JSON (`results.json`), same terminal table, same HTML report.
+#![warn(missing_docs)]
+
+pub mod results;
+
+pub use results::{Fault, Results, Run, Series, Source, Summary, summarize};

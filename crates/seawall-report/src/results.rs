@@ -1,0 +1,253 @@
+//! The `results.json` format and the summary figures every run reports.
+//!
+//! Definitions (the same for the simulator and the lab):
+//! - *goodput* is the fraction of edge requests answered successfully within their deadline;
+//!   `goodput_before`, `_during` and `_after` are taken before the fault, while it lasts, and from
+//!   its end to the end of the run;
+//! - *recovered* means goodput per second returned to ≥ 90 % of its pre-fault level and stayed
+//!   there to the end of the run; `recovery_s` counts from the fault's end;
+//! - *amplification* is attempts reaching the bottom tier per edge request in the same second;
+//!   `peak_amplification` is its maximum over the fault and after it.
+
+use serde::{Deserialize, Serialize};
+
+/// Where the numbers came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// `seawall simulate`: virtual time.
+    Simulation,
+    /// `seawall lab`: real processes on loopback.
+    Lab,
+}
+
+/// The injected fault's window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fault {
+    /// What it was, in words (e.g. `"outage of db for 10 s"`).
+    pub kind: String,
+    /// Start, seconds from the start of the run.
+    pub start_s: f64,
+    /// End, seconds from the start of the run.
+    pub end_s: f64,
+}
+
+/// Per-second series of one run. All vectors have the length of `t`; `tier_attempts_rps` has
+/// one vector per tier, top (edge side) first.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    /// Start of each interval, seconds.
+    pub t: Vec<f64>,
+    /// Edge requests offered per second.
+    pub edge_rps: Vec<f64>,
+    /// Edge requests answered successfully within their deadline, per second.
+    pub goodput_rps: Vec<f64>,
+    /// Attempts reaching the bottom tier per second.
+    pub bottom_attempts_rps: Vec<f64>,
+    /// Attempts arriving at each tier per second, top first.
+    pub tier_attempts_rps: Vec<Vec<f64>>,
+    /// Age of the oldest queued request at the bottom tier at the end of each interval, seconds.
+    pub queue_age_s: Vec<f64>,
+    /// Retries refused by a budget or local throttling, per second (all tiers).
+    pub budget_refusals_rps: Vec<f64>,
+    /// Requests shed by admission control or dropped as doomed, per second (all tiers).
+    pub shed_rps: Vec<f64>,
+    /// Fraction of clients whose circuit breaker was open at the end of each interval.
+    pub breaker_open: Vec<f64>,
+}
+
+/// One policy's run of a scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// Policy name (`naive`, `seawall`, …).
+    pub policy: String,
+    /// See the module docs.
+    pub recovered: bool,
+    /// Seconds from the fault's end to recovery; `None` if it did not recover (or no fault).
+    pub recovery_s: Option<f64>,
+    /// See the module docs.
+    pub peak_amplification: f64,
+    /// Attempts at the bottom tier per edge request over the whole run.
+    pub attempts_per_call: f64,
+    /// Goodput fraction before the fault.
+    pub goodput_before: f64,
+    /// Goodput fraction during the fault.
+    pub goodput_during: f64,
+    /// Goodput fraction after the fault.
+    pub goodput_after: f64,
+    /// Fraction of the work servers completed whose caller had already gone.
+    pub wasted_work: f64,
+    /// Events processed (simulation) or requests sent (lab).
+    pub events: u64,
+    /// Per-second series.
+    pub series: Series,
+}
+
+/// A scenario run under one or more policies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    /// Scenario name.
+    pub scenario: String,
+    /// One line on what the scenario shows.
+    pub description: String,
+    /// Seed of the run (same seed, same results, byte for byte).
+    pub seed: u64,
+    /// Simulation or lab.
+    pub source: Source,
+    /// Length of the run, seconds.
+    pub duration_s: f64,
+    /// The fault, if one was injected.
+    pub fault: Option<Fault>,
+    /// Tier names, top (edge side) first.
+    pub tiers: Vec<String>,
+    /// One run per policy, in the order asked.
+    pub runs: Vec<Run>,
+}
+
+impl Results {
+    /// Pretty JSON with a trailing newline: deterministic for equal results.
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("results serialize");
+        s.push('\n');
+        s
+    }
+}
+
+/// The summary figures derived from a run's series.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Summary {
+    /// See [`Run::recovered`].
+    pub recovered: bool,
+    /// See [`Run::recovery_s`].
+    pub recovery_s: Option<f64>,
+    /// See [`Run::goodput_before`].
+    pub goodput_before: f64,
+    /// See [`Run::goodput_during`].
+    pub goodput_during: f64,
+    /// See [`Run::goodput_after`].
+    pub goodput_after: f64,
+    /// See [`Run::peak_amplification`].
+    pub peak_amplification: f64,
+}
+
+fn ratio(num: f64, den: f64) -> f64 {
+    if den > 0.0 { num / den } else { 0.0 }
+}
+
+/// Computes the summary figures from per-second series, with the definitions of the module docs.
+/// Seconds with no edge traffic count as healthy (nothing was asked). Without a fault, the whole
+/// run is "before", and `recovered` is true if goodput never fell below 90 % of its mean.
+pub fn summarize(series: &Series, fault: Option<&Fault>) -> Summary {
+    let n = series.t.len();
+    let (fs, fe) = fault.map_or((f64::INFINITY, f64::INFINITY), |f| (f.start_s, f.end_s));
+    let mut sums = [(0.0, 0.0); 3];
+    for i in 0..n {
+        let t = series.t[i];
+        let phase = if t < fs {
+            0
+        } else if t < fe {
+            1
+        } else {
+            2
+        };
+        sums[phase].0 += series.goodput_rps[i];
+        sums[phase].1 += series.edge_rps[i];
+    }
+    let g = |p: usize| ratio(sums[p].0, sums[p].1);
+    let before = g(0);
+    let healthy = |i: usize| {
+        series.edge_rps[i] <= 0.0 || series.goodput_rps[i] / series.edge_rps[i] >= 0.9 * before
+    };
+    // The first second after the fault from which every later second is healthy.
+    let mut recovery_at = None;
+    for i in (0..n).rev() {
+        if fault.is_some() && series.t[i] < fe {
+            break;
+        }
+        if healthy(i) {
+            recovery_at = Some(series.t[i]);
+        } else {
+            break;
+        }
+    }
+    let (recovered, recovery_s) = match fault {
+        Some(_) => match recovery_at {
+            Some(t) => (true, Some((t - fe).max(0.0))),
+            None => (false, None),
+        },
+        None => ((0..n).all(healthy), None),
+    };
+    let from = if fault.is_some() { fs } else { f64::NEG_INFINITY };
+    let peak_amplification = (0..n)
+        .filter(|&i| series.t[i] >= from)
+        .map(|i| ratio(series.bottom_attempts_rps[i], series.edge_rps[i]))
+        .fold(0.0, f64::max);
+    Summary {
+        recovered,
+        recovery_s,
+        goodput_before: before,
+        goodput_during: g(1),
+        goodput_after: g(2),
+        peak_amplification,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series(good: &[f64]) -> Series {
+        let n = good.len();
+        Series {
+            t: (0..n).map(|i| i as f64).collect(),
+            edge_rps: vec![100.0; n],
+            goodput_rps: good.to_vec(),
+            bottom_attempts_rps: good
+                .iter()
+                .map(|g| if *g < 50.0 { 300.0 } else { 100.0 })
+                .collect(),
+            ..Series::default()
+        }
+    }
+
+    fn fault() -> Fault {
+        Fault { kind: "outage".into(), start_s: 2.0, end_s: 4.0 }
+    }
+
+    #[test]
+    fn recovers_two_seconds_after_the_fault() {
+        let s = series(&[100.0, 100.0, 0.0, 0.0, 0.0, 50.0, 95.0, 100.0]);
+        let sum = summarize(&s, Some(&fault()));
+        assert!(sum.recovered);
+        assert_eq!(sum.recovery_s, Some(2.0));
+        assert_eq!(sum.goodput_before, 1.0);
+        assert_eq!(sum.goodput_during, 0.0);
+        assert_eq!(sum.peak_amplification, 3.0);
+    }
+
+    #[test]
+    fn a_relapse_is_not_recovery() {
+        let s = series(&[100.0, 100.0, 0.0, 0.0, 100.0, 100.0, 0.0, 100.0]);
+        let sum = summarize(&s, Some(&fault()));
+        assert_eq!(sum.recovery_s, Some(3.0));
+        let s = series(&[100.0, 100.0, 0.0, 0.0, 100.0, 100.0, 100.0, 0.0]);
+        assert!(!summarize(&s, Some(&fault())).recovered);
+    }
+
+    #[test]
+    fn json_is_deterministic() {
+        let r = Results {
+            scenario: "x".into(),
+            description: "d".into(),
+            seed: 1,
+            source: Source::Simulation,
+            duration_s: 8.0,
+            fault: Some(fault()),
+            tiers: vec!["app".into(), "db".into()],
+            runs: vec![],
+        };
+        assert_eq!(r.to_json(), r.clone().to_json());
+        let back: Results = serde_json::from_str(&r.to_json()).unwrap();
+        assert_eq!(back, r);
+    }
+}
