@@ -6,4 +6,8 @@
 
 pub mod results;
 
+pub use html::render_html;
 pub use results::{Fault, Results, Run, Series, Source, Summary, summarize};
+pub use table::render_table;
+pub mod html;
+pub mod table;

@@ -1,1 +1,15 @@
-//! seawall-tower (being built).
+//! tower middleware built on the [`seawall`] core.
+//!
+//! - [`client`]: one layer that owns retries ([`client::RetryLayer`]) and a fail-fast layer for
+//!   every other hop, with deadlines and attempt numbers on the wire.
+//! - [`server`]: admission control that sheds early and cheaply, deadline enforcement, and
+//!   idempotency keys that make retried writes safe.
+//!
+//! Both speak the wire conventions of [`wire`].
+#![warn(missing_docs)]
+
+#[cfg(feature = "client")]
+pub mod client;
+#[cfg(feature = "server")]
+pub mod server;
+pub mod wire;

@@ -1,0 +1,1 @@
+//! Client layers (being built).

@@ -1,0 +1,1 @@
+//! Server layers (being built).
