@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod audit;
+mod lab;
 mod simulate;
 
 /// seawall stops retry storms: simulate them, audit configs for them, and test the cure.
@@ -25,6 +26,11 @@ enum Command {
     Simulate(simulate::Args),
     /// Audit a call graph's retry settings: worst-case amplification and findings.
     Audit(audit::Args),
+    /// Load-test the recovery: real tiers on loopback, an injected fault, before and after.
+    Lab(lab::Args),
+    /// One tier of a lab stack (started by `seawall lab`; not for direct use).
+    #[command(hide = true)]
+    LabNode(lab::NodeArgs),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +38,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Simulate(args) => simulate::run(args),
         Command::Audit(args) => audit::run(args),
+        Command::Lab(args) => lab::run(args),
+        Command::LabNode(args) => lab::run_node(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,1 @@
+//! seawall-lab (being built).
