@@ -1,12 +1,177 @@
-//! The short terminal table (being built).
+//! The short terminal table: one aligned plain-text row per policy.
+//!
+//! The HTML report's summary table shows the very same cells (`summary_rows`), so a number
+//! read in the terminal can be found again, character for character, in the report.
 
-use crate::Results;
+use crate::{Results, Run};
 
-/// Renders the summary of every run as a plain-text table.
+/// Column headers of the summary, left to right.
+pub(crate) const HEADERS: [&str; 8] = [
+    "policy",
+    "recovered",
+    "peak amp",
+    "attempts/call",
+    "goodput before",
+    "during",
+    "after",
+    "wasted",
+];
+
+/// Longest policy name shown in the terminal before it is cut (keeps rows within 100 columns).
+const MAX_NAME: usize = 20;
+
+/// Renders the summary of every run as a plain-text table that fits in 100 columns.
+///
+/// One row per policy: recovered (yes/no, and seconds after the fault's end), peak amplification,
+/// attempts at the bottom tier per call, goodput before / during / after the fault, and wasted
+/// work. Without a fault, "recovered" means "healthy throughout" and the during / after columns
+/// show `—`. An empty `results.runs` gives just the header line.
 pub fn render_table(results: &Results) -> String {
-    let mut s = String::new();
-    for r in &results.runs {
-        s.push_str(&format!("{} recovered={}\n", r.policy, r.recovered));
+    let has_fault = results.fault.is_some();
+    let mut rows: Vec<[String; 8]> = vec![HEADERS.map(String::from)];
+    for run in &results.runs {
+        let mut row = summary_row(run, has_fault);
+        row[0] = clip(&row[0], MAX_NAME);
+        rows.push(row);
     }
-    s
+    let mut widths = [0usize; 8];
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in &rows {
+        let mut line = String::new();
+        for (i, (cell, w)) in row.iter().zip(widths).enumerate() {
+            let pad = " ".repeat(w - cell.chars().count());
+            // Names and verdicts read left to right; numbers line up on their last digit.
+            if i < 2 {
+                line.push_str(cell);
+                line.push_str(&pad);
+            } else {
+                line.push_str(&pad);
+                line.push_str(cell);
+            }
+            line.push_str("  ");
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The summary cells of every run, in [`HEADERS`] order (names unclipped, not escaped).
+pub(crate) fn summary_rows(results: &Results) -> Vec<[String; 8]> {
+    let has_fault = results.fault.is_some();
+    results.runs.iter().map(|r| summary_row(r, has_fault)).collect()
+}
+
+/// One run's summary cells, in [`HEADERS`] order.
+pub(crate) fn summary_row(run: &Run, has_fault: bool) -> [String; 8] {
+    let (during, after) = if has_fault {
+        (pct(run.goodput_during), pct(run.goodput_after))
+    } else {
+        ("—".to_string(), "—".to_string())
+    };
+    [
+        printable(&run.policy),
+        recovered(run, has_fault),
+        times(run.peak_amplification),
+        number(run.attempts_per_call, 2),
+        pct(run.goodput_before),
+        during,
+        after,
+        pct(run.wasted_work),
+    ]
+}
+
+/// "yes, 1.8 s" / "yes" / "no".
+pub(crate) fn recovered(run: &Run, has_fault: bool) -> String {
+    match (run.recovered, run.recovery_s.filter(|s| s.is_finite())) {
+        (true, Some(s)) if has_fault => format!("yes, {}", secs(s)),
+        (true, _) => "yes".to_string(),
+        (false, _) => "no".to_string(),
+    }
+}
+
+/// A fraction as a whole percentage that never rounds a little into nothing or everything.
+pub(crate) fn pct(f: f64) -> String {
+    if !f.is_finite() {
+        return "—".to_string();
+    }
+    let p = f * 100.0;
+    let shown = format!("{p:.0}");
+    // "0 %" must mean none and "100 %" must mean all: a storm's 0.4 % goodput is not zero.
+    if shown == "0" && p > 0.0 {
+        "<1 %".to_string()
+    } else if shown == "100" && p < 100.0 {
+        ">99 %".to_string()
+    } else if shown == "-0" {
+        "0 %".to_string()
+    } else {
+        format!("{shown} %")
+    }
+}
+
+/// A multiplier, e.g. `27.0×` (one decimal below 100, none above).
+pub(crate) fn times(x: f64) -> String {
+    if !x.is_finite() {
+        "—".to_string()
+    } else if x.abs() >= 100.0 {
+        format!("{x:.0}×")
+    } else {
+        format!("{x:.1}×")
+    }
+}
+
+/// Seconds with one decimal, e.g. `1.8 s`.
+pub(crate) fn secs(s: f64) -> String {
+    if s.is_finite() { format!("{s:.1} s") } else { "—".to_string() }
+}
+
+/// A plain number with `decimals` decimals, `—` if not finite.
+pub(crate) fn number(x: f64, decimals: usize) -> String {
+    if x.is_finite() { format!("{x:.decimals$}") } else { "—".to_string() }
+}
+
+/// The name with control characters (which would break a row) replaced by `?`.
+pub(crate) fn printable(s: &str) -> String {
+    s.chars().map(|c| if c.is_control() { '?' } else { c }).collect()
+}
+
+/// At most `max` characters, the cut marked with `…`.
+fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+        out.push('…');
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentages_do_not_round_to_none_or_all() {
+        assert_eq!(pct(0.0), "0 %");
+        assert_eq!(pct(0.004), "<1 %");
+        assert_eq!(pct(0.999), ">99 %");
+        assert_eq!(pct(1.0), "100 %");
+        assert_eq!(pct(f64::NAN), "—");
+        assert_eq!(pct(-0.0001), "0 %");
+    }
+
+    #[test]
+    fn multipliers_and_seconds() {
+        assert_eq!(times(27.0), "27.0×");
+        assert_eq!(times(243.4), "243×");
+        assert_eq!(times(f64::INFINITY), "—");
+        assert_eq!(secs(1.75), "1.8 s");
+        assert_eq!(clip("abcdef", 4), "abc…");
+        assert_eq!(printable("a\nb"), "a?b");
+    }
 }

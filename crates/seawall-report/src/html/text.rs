@@ -1,0 +1,155 @@
+//! The words of the page: header, per-policy verdicts, summary table and "How to read this".
+
+use std::fmt::Write;
+
+use super::{Col, esc};
+use crate::table::{self, HEADERS};
+use crate::{Results, Source};
+
+/// "simulation" or "lab".
+pub(super) fn source_name(s: Source) -> &'static str {
+    match s {
+        Source::Simulation => "simulation",
+        Source::Lab => "lab",
+    }
+}
+
+/// Title, description and the facts of the run. `versus` (for comparisons) adds the second
+/// source and its seed.
+pub(super) fn header(r: &Results, versus: Option<&Results>) -> String {
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<header><h1>{}</h1><p class="desc">{}</p><dl class="meta">"#,
+        esc(&r.scenario),
+        esc(&r.description)
+    );
+    let mut fact = |k: &str, v: String| {
+        let _ = write!(s, "<div><dt>{}</dt><dd>{}</dd></div>", esc(k), esc(&v));
+    };
+    match versus {
+        None => {
+            fact("source", source_name(r.source).into());
+            fact("seed", r.seed.to_string());
+        }
+        Some(v) => {
+            let (a, b) = (source_name(r.source), source_name(v.source));
+            fact("sources", format!("{a} (measured) vs {b} (predicted)"));
+            fact("seeds", format!("{} / {}", r.seed, v.seed));
+        }
+    }
+    fact("duration", table::secs(r.duration_s));
+    match &r.fault {
+        Some(f) => fact(
+            "fault",
+            format!("{}, from {} to {}", f.kind, table::secs(f.start_s), table::secs(f.end_s)),
+        ),
+        None => fact("fault", "none injected".into()),
+    }
+    if !r.tiers.is_empty() {
+        fact("tiers", r.tiers.join(" → "));
+    }
+    s.push_str("</dl></header>");
+    s
+}
+
+/// The verdict for a run in one plain sentence, and whether it is good news.
+pub(super) fn verdict(col: &Col<'_>) -> (bool, String) {
+    let run = col.run;
+    let after = table::pct(run.goodput_after);
+    match (col.fault, run.recovered) {
+        (Some(_), true) => match run.recovery_s.filter(|s| s.is_finite()) {
+            Some(s) => (true, format!("recovered {} after the fault", table::secs(s))),
+            None => (true, "recovered after the fault".into()),
+        },
+        (Some(_), false) if run.goodput_after < 0.5 || !run.goodput_after.is_finite() => {
+            (false, format!("stays down — goodput {after} after the fault"))
+        }
+        (Some(_), false) => (false, format!("did not recover — goodput {after} after the fault")),
+        (None, true) => (true, format!("healthy — goodput {}", table::pct(run.goodput_before))),
+        (None, false) => (false, format!("degraded — goodput {}", table::pct(run.goodput_before))),
+    }
+}
+
+/// A column's heading: policy, verdict, and the numbers that tell a storm from a blip.
+pub(super) fn column_head(col: &Col<'_>) -> String {
+    let (good, words) = verdict(col);
+    let run = col.run;
+    let tag =
+        col.tag.map(|t| format!(r#"<span class="tag">{}</span>"#, esc(t))).unwrap_or_default();
+    let mut s = format!(
+        r#"<div class="colhead {}"><h2>{}{tag}</h2><p class="verdict">{} {}</p><dl class="stats">"#,
+        if good { "good" } else { "bad" },
+        esc(&col.title),
+        if good { "✓" } else { "✗" },
+        esc(&words)
+    );
+    let during = if col.fault.is_some() { table::pct(run.goodput_during) } else { "—".into() };
+    for (k, v) in [
+        ("peak amplification", table::times(run.peak_amplification)),
+        ("attempts per call", table::number(run.attempts_per_call, 2)),
+        ("goodput during fault", during),
+        ("wasted work", table::pct(run.wasted_work)),
+    ] {
+        let _ = write!(s, "<div><dt>{}</dt><dd>{}</dd></div>", esc(k), esc(&v));
+    }
+    s.push_str("</dl></div>");
+    s
+}
+
+/// The summary of every run: the cells of the terminal table.
+pub(super) fn summary_table(r: &Results) -> String {
+    let mut s = String::from("<table><thead><tr>");
+    for h in HEADERS {
+        let _ = write!(s, "<th>{}</th>", esc(h));
+    }
+    s.push_str("</tr></thead><tbody>");
+    for row in table::summary_rows(r) {
+        s.push_str("<tr>");
+        for cell in row {
+            let _ = write!(s, "<td>{}</td>", esc(&cell));
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</tbody></table>");
+    s
+}
+
+/// The definitions a reader needs, in the words of the results format.
+pub(super) fn how_to_read() -> String {
+    let items = [
+        (
+            "Goodput, not throughput",
+            "Throughput counts requests handled; goodput counts only edge requests answered \
+             successfully within their deadline. In a storm servers stay busy (throughput looks \
+             healthy) while goodput is near zero: the answers arrive after the caller has gone.",
+        ),
+        (
+            "Amplification",
+            "Attempts reaching the bottom tier per edge request in the same second. 1× means \
+             every request tried once; layers that each retry multiply (3 × 3 × 3 = 27×). The peak \
+             is taken over the fault and after it.",
+        ),
+        (
+            "Recovered",
+            "Goodput per second came back to at least 90 % of its pre-fault level and stayed \
+             there to the end of the run; the seconds count from the fault's end. A storm that \
+             outlives its trigger never recovers by itself.",
+        ),
+        (
+            "Wasted work",
+            "The share of work servers completed for callers that had already given up.",
+        ),
+        (
+            "The shaded band",
+            "The fault window. Compare the columns after it ends: that is where a storm and a \
+             cure differ.",
+        ),
+    ];
+    let mut s = String::from(r#"<aside class="howto"><h2 class="sec">How to read this</h2><dl>"#);
+    for (k, v) in items {
+        let _ = write!(s, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(v));
+    }
+    s.push_str("</dl></aside>");
+    s
+}
