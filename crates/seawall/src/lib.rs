@@ -56,7 +56,10 @@ pub use error::ConfigError;
 pub mod prelude {
     pub use crate::backoff::{Backoff, Jitter};
     pub use crate::breaker::{Breaker, BreakerConfig};
-    pub use crate::budget::{AnyBudget, Budget, GrpcThrottle, Unlimited};
+    pub use crate::budget::{
+        AdaptiveThrottle, AnyBudget, AwsRetryQuota, Budget, EnvoyRetryBudget, GrpcThrottle,
+        RatioBudget, Unlimited,
+    };
     pub use crate::classify::{Class, HttpClassifier, Transient, classify_grpc};
     pub use crate::control::Control;
     pub use crate::deadline::Deadline;

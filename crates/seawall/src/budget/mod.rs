@@ -31,8 +31,17 @@
 //!
 //! | budget | source | refuses when |
 //! |---|---|---|
-//! | [`GrpcThrottle`] | gRFC A6 `retryThrottling` | tokens ≤ max/2 |
+//! | [`GrpcThrottle`] | gRFC A6 `retryThrottling` (10 tokens, 0.1) | tokens ≤ max/2 |
+//! | [`AwsRetryQuota`] | AWS SDKs' retry quota (500; 14 / 5 per retry) | a retry's cost > tokens left |
+//! | [`RatioBudget`] | Finagle `RetryBudget`, tower `TpsBudget`, SRE (10 s, 10/s, 10 %) | retries in window > ratio × requests + reserve |
+//! | [`EnvoyRetryBudget`] | Envoy cluster `RetryBudget` (20 %, 3) | retries in flight ≥ max(20 % × active, 3) |
+//! | [`AdaptiveThrottle`] | Google SRE ch. 21 (2 min, K = 2) | *admit*: a draw < (requests − K·accepts) / (requests + 1) |
 //! | [`Unlimited`] | — (for comparison) | never |
+//!
+//! They differ in what they remember: the token buckets ([`GrpcThrottle`], [`AwsRetryQuota`])
+//! remember failures until successes pay them back; the windowed ones ([`RatioBudget`],
+//! [`AdaptiveThrottle`]) forget after a fixed time; [`EnvoyRetryBudget`] remembers nothing and
+//! bounds only the retries outstanding at one instant.
 //!
 //! ```
 //! use seawall::budget::{Budget, GrpcThrottle, AttemptOutcome, RetryCause};
@@ -58,9 +67,18 @@ use std::fmt;
 
 use crate::time::Instant;
 
+mod adaptive;
+mod aws;
+mod envoy;
 mod grpc;
+mod ratio;
+pub(crate) mod window;
 
+pub use adaptive::AdaptiveThrottle;
+pub use aws::{AWS_CAPACITY, AwsRetryCosts, AwsRetryQuota};
+pub use envoy::EnvoyRetryBudget;
 pub use grpc::GrpcThrottle;
+pub use ratio::RatioBudget;
 
 /// Why a retry is wanted; budgets that price retries differently (AWS) look at it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -164,6 +182,14 @@ pub enum AnyBudget {
     Unlimited(Unlimited),
     /// [`GrpcThrottle`].
     Grpc(GrpcThrottle),
+    /// [`AwsRetryQuota`].
+    Aws(AwsRetryQuota),
+    /// [`RatioBudget`].
+    Ratio(RatioBudget),
+    /// [`EnvoyRetryBudget`].
+    Envoy(EnvoyRetryBudget),
+    /// [`AdaptiveThrottle`].
+    Adaptive(AdaptiveThrottle),
 }
 
 macro_rules! dispatch {
@@ -171,9 +197,32 @@ macro_rules! dispatch {
         match $self {
             AnyBudget::Unlimited($b) => $e,
             AnyBudget::Grpc($b) => $e,
+            AnyBudget::Aws($b) => $e,
+            AnyBudget::Ratio($b) => $e,
+            AnyBudget::Envoy($b) => $e,
+            AnyBudget::Adaptive($b) => $e,
         }
     };
 }
+
+macro_rules! any_from {
+    ($($variant:ident($ty:ty)),*) => {$(
+        impl From<$ty> for AnyBudget {
+            fn from(b: $ty) -> Self {
+                AnyBudget::$variant(b)
+            }
+        }
+    )*};
+}
+
+any_from!(
+    Unlimited(Unlimited),
+    Grpc(GrpcThrottle),
+    Aws(AwsRetryQuota),
+    Ratio(RatioBudget),
+    Envoy(EnvoyRetryBudget),
+    Adaptive(AdaptiveThrottle)
+);
 
 impl Budget for AnyBudget {
     fn admit(&self, now: Instant, retry: bool, draw: f64) -> bool {

@@ -1,0 +1,201 @@
+//! Lock-free sliding windows: a ring of time slots, each one tagged `AtomicU64` counter.
+//!
+//! The ratio budget and the adaptive throttle count events "over the last W seconds". tower's
+//! `TpsBudget` does this with a ring of slots rotated under a mutex by whoever notices the time
+//! has moved, reading `Instant::now()` itself. Here the time is the caller's `now`, and a slot
+//! carries its own generation in its upper 32 bits, so there is nothing to rotate: a writer that
+//! finds an older generation in its slot replaces it with one compare-and-swap, and a reader
+//! simply ignores slots whose generation is outside the window. The common case — the slot is
+//! current — is one load and one `fetch_add`.
+//!
+//! Generations are `now / slot width`; a slot stores the low 32 bits. Two generations exactly a
+//! multiple of 2³² apart are indistinguishable: with the smallest slot width any budget allows
+//! (100 ms) that is a slot left untouched for 13.6 years and then read at exactly the wrong
+//! moment, which this crate accepts.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::time::Instant;
+
+/// Slots in a ring. A power of two so the slot index is a mask; windows may span up to this many.
+pub(crate) const RING: usize = 16;
+
+/// A count stops growing here, leaving room for 65 536 racing `fetch_add`s below `u32::MAX`.
+/// Saturated counts only ever make a budget more conservative (see the callers).
+const SATURATED: u32 = u32::MAX - (1 << 16);
+
+const fn pack(tag: u32, count: u32) -> u64 {
+    ((tag as u64) << 32) | count as u64
+}
+
+const fn tag(v: u64) -> u32 {
+    (v >> 32) as u32
+}
+
+const fn count(v: u64) -> u32 {
+    v as u32
+}
+
+/// How many generations `slot_tag` is behind `tag`: 0 = current, > 0 older, < 0 newer.
+const fn age(tag: u32, slot_tag: u32) -> i32 {
+    tag.wrapping_sub(slot_tag) as i32
+}
+
+/// Maps instants to slot generations, remembering the last one so the hot path is a load and a
+/// comparison instead of a 64-bit division.
+#[derive(Debug)]
+pub(crate) struct SlotClock {
+    slot_nanos: u64,
+    hint: AtomicU64,
+}
+
+impl SlotClock {
+    /// Slots `slot_nanos` long (at least 1; callers validate far larger).
+    pub(crate) fn new(slot_nanos: u64) -> Self {
+        SlotClock { slot_nanos: slot_nanos.max(1), hint: AtomicU64::new(0) }
+    }
+
+    /// The generation `now` falls in: `now / slot width`.
+    pub(crate) fn generation(&self, now: Instant) -> u64 {
+        let n = now.as_nanos();
+        let h = self.hint.load(Ordering::Relaxed);
+        // `h` was computed as some `n / slot_nanos`, so `h * slot_nanos` cannot overflow. If
+        // `n` is before the hinted slot the subtraction wraps to a huge value and misses.
+        if n.wrapping_sub(h * self.slot_nanos) < self.slot_nanos {
+            return h;
+        }
+        let g = n / self.slot_nanos;
+        // A racing store of another generation is harmless: the hint is verified before use.
+        self.hint.store(g, Ordering::Relaxed);
+        g
+    }
+}
+
+/// One counter per slot over a ring of [`RING`] slots.
+#[derive(Debug)]
+pub(crate) struct SlotCounts {
+    slots: [AtomicU64; RING],
+}
+
+impl SlotCounts {
+    /// All counts zero.
+    pub(crate) fn new() -> Self {
+        SlotCounts { slots: std::array::from_fn(|_| AtomicU64::new(0)) }
+    }
+
+    fn slot(&self, generation: u64) -> &AtomicU64 {
+        &self.slots[(generation as usize) & (RING - 1)]
+    }
+
+    /// Counts one event in `generation`. Returns false, counting nothing, if the count is
+    /// saturated or the slot already belongs to a newer generation (the caller's `now` is a
+    /// whole ring behind another caller's).
+    pub(crate) fn incr(&self, generation: u64, order: Ordering) -> bool {
+        let slot = self.slot(generation);
+        let t = generation as u32;
+        let mut cur = slot.load(Ordering::Relaxed);
+        loop {
+            let a = age(t, tag(cur));
+            let new = if a == 0 {
+                if count(cur) >= SATURATED {
+                    return false;
+                }
+                // The slot is current: one fetch_add, no retry loop under contention. If another
+                // caller moved the slot a whole ring ahead since the load, this event lands in
+                // that newer generation — counted later than it happened, never lost.
+                slot.fetch_add(1, order);
+                return true;
+            } else if a > 0 || a < -(RING as i32) {
+                // Older (or so far "ahead" it can only be a stale slot from 2³¹ slots ago).
+                pack(t, 1)
+            } else {
+                return false;
+            };
+            match slot.compare_exchange_weak(cur, new, order, Ordering::Relaxed) {
+                Ok(_) => return true,
+                Err(v) => cur = v,
+            }
+        }
+    }
+
+    /// Takes back one event counted by [`SlotCounts::incr`] in `generation`, if its slot still
+    /// holds that generation (otherwise the event has already left every window).
+    pub(crate) fn decr(&self, generation: u64, order: Ordering) {
+        let t = generation as u32;
+        let _ = self.slot(generation).fetch_update(order, Ordering::Relaxed, |v| {
+            (tag(v) == t && count(v) > 0).then(|| v - 1)
+        });
+    }
+
+    /// Total of the slots whose generation is in `(generation − back, generation + ahead]`:
+    /// `back` slots up to and including the current one, plus `ahead` newer ones (written by
+    /// callers whose `now` is ahead of this one's).
+    pub(crate) fn sum(&self, generation: u64, back: u32, ahead: u32, order: Ordering) -> u64 {
+        let t = generation as u32;
+        let (back, ahead) = (back as i32, ahead as i32);
+        let mut total = 0u64;
+        for slot in &self.slots {
+            let v = slot.load(order);
+            let a = age(t, tag(v));
+            if a < back && a >= -ahead {
+                total += u64::from(count(v));
+            }
+        }
+        total
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SC: Ordering = Ordering::SeqCst;
+
+    #[test]
+    fn generation_uses_and_refreshes_the_hint() {
+        let c = SlotClock::new(100);
+        assert_eq!(c.generation(Instant::from_nanos(99)), 0);
+        assert_eq!(c.generation(Instant::from_nanos(250)), 2);
+        assert_eq!(c.generation(Instant::from_nanos(299)), 2);
+        assert_eq!(c.generation(Instant::from_nanos(150)), 1, "going back recomputes");
+        assert_eq!(c.generation(Instant::from_nanos(u64::MAX)), u64::MAX / 100);
+    }
+
+    #[test]
+    fn window_counts_only_its_generations() {
+        let s = SlotCounts::new();
+        for g in 0..40u64 {
+            for _ in 0..g {
+                assert!(s.incr(g, SC));
+            }
+        }
+        // Generations 30..=39 hold 30 + … + 39 = 345.
+        assert_eq!(s.sum(39, 10, 0, SC), 345);
+        assert_eq!(s.sum(39, 1, 0, SC), 39);
+        // From generation 37's point of view, 38 and 39 are ahead.
+        assert_eq!(s.sum(37, 3, 0, SC), 35 + 36 + 37);
+        assert_eq!(s.sum(37, 3, 2, SC), 35 + 36 + 37 + 38 + 39);
+    }
+
+    #[test]
+    fn late_writers_and_undo() {
+        let s = SlotCounts::new();
+        assert!(s.incr(20, SC));
+        assert!(!s.incr(4, SC), "slot 4 is held by newer generation 20");
+        assert!(s.incr(5, SC), "slot 5 is free (generation 0)");
+        s.decr(20, SC);
+        s.decr(20, SC);
+        assert_eq!(s.sum(20, 16, 0, SC), 1, "undo never goes below zero; 5 still counted");
+        s.decr(36, SC);
+        assert_eq!(s.sum(20, 16, 0, SC), 1, "undo of another generation does nothing");
+    }
+
+    #[test]
+    fn stale_tags_far_ahead_are_replaced() {
+        let s = SlotCounts::new();
+        let far = 1u64 << 31 | 3; // "ahead" of generation 3 by 2³¹ slots: stale, not newer
+        assert!(s.incr(far, SC));
+        assert!(s.incr(3, SC));
+        assert_eq!(s.sum(3, 1, 0, SC), 1);
+    }
+}
