@@ -26,12 +26,12 @@ fn one_column_per_policy_with_its_verdict() {
     let html = render_html(&results());
     assert_eq!(count(&html, r#"class="colhead"#), 2);
     assert!(html.contains("repeat(2, minmax(0, 1fr))"));
-    assert!(html.contains("stays down — goodput 0 % after the fault"), "{html}");
-    assert!(html.contains("recovered 2.0 s after the fault"));
+    assert!(html.contains("stays down — goodput 0\u{a0}% after the fault"), "{html}");
+    assert!(html.contains("recovered 2.0\u{a0}s after the fault"));
     // Peak amplification of the storm (9×) and of the cure (1.1×), and wasted work.
     assert!(html.contains("<dd>9.0×</dd>"));
     assert!(html.contains("<dd>1.1×</dd>"));
-    assert!(html.contains("<dd>62 %</dd>"));
+    assert!(html.contains("<dd>62\u{a0}%</dd>"));
     let naive = html.find("<h2>naive").unwrap();
     let seawall = html.find("<h2>seawall").unwrap();
     assert!(naive < seawall, "columns keep the order of the runs");

@@ -95,6 +95,9 @@ const SPECS: [Spec; 6] = [
 /// Renders every chart row that has something to show, each with one chart per column, all on
 /// the time axis `[0, x_max]`.
 pub(super) fn rows(cols: &[Col<'_>], x_max: f64) -> String {
+    // About the width in pixels of a column on a 1400 px page, and a little flatter when wide.
+    let w = (1300.0 / cols.len().max(1) as f64).clamp(220.0, 640.0);
+    let size = (w, (w * 0.45).clamp(150.0, 200.0));
     let mut out = String::new();
     for spec in &SPECS {
         let lines: Vec<Vec<Line>> = cols.iter().map(|c| (spec.lines)(c)).collect();
@@ -122,6 +125,7 @@ pub(super) fn rows(cols: &[Col<'_>], x_max: f64) -> String {
                 .filter(|_| col.run.recovered)
                 .map(|(f, r)| (f.end_s + r, format!("recovered +{}", crate::table::secs(r))));
             let plot = Plot {
+                size,
                 x_max,
                 y_max,
                 unit: spec.unit,

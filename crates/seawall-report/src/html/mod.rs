@@ -94,7 +94,9 @@ fn columns(cols: &[Col<'_>], x_max: f64) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
-        r#"<section class="charts" style="grid-template-columns: repeat({}, minmax(0, 1fr))">"#,
+        r#"<section class="charts{}" style="grid-template-columns: repeat({}, minmax(0, 1fr))">"#,
+        // Four or more columns: the numbers under each verdict stack two by two.
+        if cols.len() > 3 { " narrow" } else { "" },
         cols.len()
     );
     for col in cols {

@@ -51,8 +51,9 @@ h1 { font-size: 28px; margin: 0 0 4px; }
   text-transform: uppercase; letter-spacing: .05em; }
 .verdict { font-size: 20px; font-weight: 700; margin: 4px 0 10px; line-height: 1.25; }
 .bad .verdict { color: var(--bad); } .good .verdict { color: var(--good); }
-.stats { display: grid; grid-template-columns: repeat(auto-fit, minmax(90px, 1fr)); gap: 8px;
+.stats { display: grid; grid-template-columns: repeat(4, minmax(0, 1fr)); gap: 8px;
   margin: 0; }
+.narrow .stats { grid-template-columns: 1fr 1fr; } .narrow .verdict { font-size: 17px; }
 .stats div { background: #f4f6f8; border-radius: 6px; padding: 6px 8px; }
 .stats dt { font-size: 12px; color: var(--muted); } .stats dd { margin: 0; font-size: 19px;
   font-weight: 700; font-variant-numeric: tabular-nums; }

@@ -8,10 +8,6 @@ use std::fmt::Write;
 
 use super::esc;
 
-/// Width of one chart in SVG user units (the chart scales with its column).
-pub(super) const W: f64 = 360.0;
-/// Height of one chart in SVG user units.
-pub(super) const H: f64 = 170.0;
 const LEFT: f64 = 44.0;
 const RIGHT: f64 = 12.0;
 const TOP: f64 = 10.0;
@@ -51,6 +47,9 @@ pub(super) struct Style {
 /// Everything one chart needs: domains, unit, lines, shaded band and marks.
 #[derive(Debug)]
 pub(super) struct Plot<'a> {
+    /// Width and height in SVG user units. The chart scales to its column; choosing a width
+    /// near the column's width in pixels keeps the 10 px labels readable at any column count.
+    pub(super) size: (f64, f64),
     pub(super) x_max: f64,
     pub(super) y_max: f64,
     pub(super) unit: Unit,
@@ -111,34 +110,35 @@ fn tick_label(v: f64, unit: Unit) -> String {
     }
 }
 
-fn px_x(x: f64, x_max: f64) -> f64 {
+fn px_x(x: f64, x_max: f64, w: f64) -> f64 {
     let f = if x_max > 0.0 { (x / x_max).clamp(0.0, 1.0) } else { 0.0 };
-    LEFT + f * (W - LEFT - RIGHT)
+    LEFT + f * (w - LEFT - RIGHT)
 }
 
-fn px_y(y: f64, y_max: f64) -> f64 {
+fn px_y(y: f64, y_max: f64, h: f64) -> f64 {
     let f = if y_max > 0.0 { (y / y_max).clamp(0.0, 1.0) } else { 0.0 };
-    H - BOTTOM - f * (H - TOP - BOTTOM)
+    h - BOTTOM - f * (h - TOP - BOTTOM)
 }
 
 /// Renders one chart as an inline `<svg>` element.
 pub(super) fn render(p: &Plot<'_>) -> String {
+    let (w, h) = p.size;
     let (x_top, x_step) = nice_max(p.x_max);
     let x_max = p.x_max.max(f64::MIN_POSITIVE);
     let mut s = String::new();
     let _ = write!(
         s,
-        r#"<svg viewBox="0 0 {W} {H}" role="img" aria-label="{}"><title>{}</title>"#,
+        r#"<svg viewBox="0 0 {w:.0} {h:.0}" role="img" aria-label="{}"><title>{}</title>"#,
         esc(&p.label),
         esc(&p.label)
     );
     if let Some((a, b, what)) = p.band {
-        let (x0, x1) = (px_x(a, x_max), px_x(b, x_max));
+        let (x0, x1) = (px_x(a, x_max, w), px_x(b, x_max, w));
         let _ = write!(
             s,
             r#"<rect class="fault" x="{x0:.1}" y="{TOP:.1}" width="{:.1}" height="{:.1}"><title>fault: {}</title></rect>"#,
             (x1 - x0).max(1.0),
-            H - TOP - BOTTOM,
+            h - TOP - BOTTOM,
             esc(what)
         );
     }
@@ -147,11 +147,11 @@ pub(super) fn render(p: &Plot<'_>) -> String {
     let y_step = if n > 0 { p.y_max / n as f64 } else { p.y_max };
     for i in 0..=n {
         let v = y_step * i as f64;
-        let y = px_y(v, p.y_max);
+        let y = px_y(v, p.y_max, h);
         let _ = write!(
             s,
             r#"<line class="grid" x1="{LEFT:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}"/><text class="yt" x="{:.1}" y="{:.1}">{}</text>"#,
-            W - RIGHT,
+            w - RIGHT,
             LEFT - 4.0,
             y + 3.5,
             esc(&tick_label(v, p.unit))
@@ -164,13 +164,13 @@ pub(super) fn render(p: &Plot<'_>) -> String {
         if v > x_max * 1.0001 {
             break;
         }
-        let x = px_x(v, x_max);
+        let x = px_x(v, x_max, w);
         let _ = write!(
             s,
             r#"<line class="axis" x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}"/><text class="xt" x="{x:.1}" y="{:.1}">{}{}</text>"#,
-            H - BOTTOM,
-            H - BOTTOM + 3.0,
-            H - BOTTOM + 13.0,
+            h - BOTTOM,
+            h - BOTTOM + 3.0,
+            h - BOTTOM + 13.0,
             short(v),
             if i == 0 { " s" } else { "" }
         );
@@ -178,31 +178,31 @@ pub(super) fn render(p: &Plot<'_>) -> String {
     let _ = write!(
         s,
         r#"<line class="axis" x1="{LEFT:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}"/>"#,
-        H - BOTTOM,
-        W - RIGHT,
-        H - BOTTOM
+        h - BOTTOM,
+        w - RIGHT,
+        h - BOTTOM
     );
     if let Some(r) = p.reference.filter(|r| r.is_finite() && *r <= p.y_max) {
-        let y = px_y(r, p.y_max);
+        let y = px_y(r, p.y_max, h);
         let _ = write!(
             s,
             r#"<line class="ref" x1="{LEFT:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}"/>"#,
-            W - RIGHT
+            w - RIGHT
         );
     }
     for line in p.lines {
-        draw_line(&mut s, line, x_max, p.y_max);
+        draw_line(&mut s, line, (x_max, p.y_max), p.size);
     }
     if let Some((t, label)) = p.mark.as_ref().filter(|(t, _)| t.is_finite()) {
-        let x = px_x(*t, x_max);
+        let x = px_x(*t, x_max, w);
         // The label sits low, where a recovered run's goodput has left the chart empty; right of
         // the mark, or left of it near the right edge.
-        let (tx, anchor) = if x > W - 90.0 { (x - 3.0, "end") } else { (x + 3.0, "start") };
+        let (tx, anchor) = if x > w - 90.0 { (x - 3.0, "end") } else { (x + 3.0, "start") };
         let _ = write!(
             s,
             r#"<line class="mark" x1="{x:.1}" y1="{TOP:.1}" x2="{x:.1}" y2="{:.1}"/><text class="mk" x="{tx:.1}" y="{:.1}" text-anchor="{anchor}">{}</text>"#,
-            H - BOTTOM,
-            H - BOTTOM - 6.0,
+            h - BOTTOM,
+            h - BOTTOM - 6.0,
             esc(label)
         );
     }
@@ -210,7 +210,7 @@ pub(super) fn render(p: &Plot<'_>) -> String {
     s
 }
 
-fn draw_line(s: &mut String, line: &Line, x_max: f64, y_max: f64) {
+fn draw_line(s: &mut String, line: &Line, (x_max, y_max): (f64, f64), (w, h): (f64, f64)) {
     let dash = if line.style.dash.is_empty() {
         String::new()
     } else {
@@ -223,7 +223,7 @@ fn draw_line(s: &mut String, line: &Line, x_max: f64, y_max: f64) {
         }
         let mut pts = String::new();
         for (x, y) in run {
-            let _ = write!(pts, "{:.1},{:.1} ", px_x(*x, x_max), px_y(*y, y_max));
+            let _ = write!(pts, "{:.1},{:.1} ", px_x(*x, x_max, w), px_y(*y, y_max, h));
         }
         let _ = write!(
             s,

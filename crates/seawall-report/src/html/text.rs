@@ -56,19 +56,26 @@ pub(super) fn header(r: &Results, versus: Option<&Results>) -> String {
 /// The verdict for a run in one plain sentence, and whether it is good news.
 pub(super) fn verdict(col: &Col<'_>) -> (bool, String) {
     let run = col.run;
-    let after = table::pct(run.goodput_after);
+    let after = nb(table::pct(run.goodput_after));
     match (col.fault, run.recovered) {
         (Some(_), true) => match run.recovery_s.filter(|s| s.is_finite()) {
-            Some(s) => (true, format!("recovered {} after the fault", table::secs(s))),
+            Some(s) => (true, format!("recovered {} after the fault", nb(table::secs(s)))),
             None => (true, "recovered after the fault".into()),
         },
         (Some(_), false) if run.goodput_after < 0.5 || !run.goodput_after.is_finite() => {
             (false, format!("stays down — goodput {after} after the fault"))
         }
         (Some(_), false) => (false, format!("did not recover — goodput {after} after the fault")),
-        (None, true) => (true, format!("healthy — goodput {}", table::pct(run.goodput_before))),
-        (None, false) => (false, format!("degraded — goodput {}", table::pct(run.goodput_before))),
+        (None, true) => (true, format!("healthy — goodput {}", nb(table::pct(run.goodput_before)))),
+        (None, false) => {
+            (false, format!("degraded — goodput {}", nb(table::pct(run.goodput_before))))
+        }
     }
+}
+
+/// A number and its unit kept on one line: "0 %" must not break into "0" and "%".
+fn nb(s: String) -> String {
+    s.replace(' ', "\u{a0}")
 }
 
 /// A column's heading: policy, verdict, and the numbers that tell a storm from a blip.
@@ -91,7 +98,7 @@ pub(super) fn column_head(col: &Col<'_>) -> String {
         ("goodput during fault", during),
         ("wasted work", table::pct(run.wasted_work)),
     ] {
-        let _ = write!(s, "<div><dt>{}</dt><dd>{}</dd></div>", esc(k), esc(&v));
+        let _ = write!(s, "<div><dt>{}</dt><dd>{}</dd></div>", esc(k), esc(&nb(v)));
     }
     s.push_str("</dl></div>");
     s
