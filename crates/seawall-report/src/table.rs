@@ -101,6 +101,9 @@ pub(crate) fn pct(f: f64) -> String {
         return "—".to_string();
     }
     let p = f * 100.0;
+    if p.abs() >= HUGE {
+        return format!("{} %", huge(p));
+    }
     let shown = format!("{p:.0}");
     // "0 %" must mean none and "100 %" must mean all: a storm's 0.4 % goodput is not zero.
     if shown == "0" && p > 0.0 {
@@ -118,6 +121,8 @@ pub(crate) fn pct(f: f64) -> String {
 pub(crate) fn times(x: f64) -> String {
     if !x.is_finite() {
         "—".to_string()
+    } else if x.abs() >= HUGE {
+        format!("{}×", huge(x))
     } else if x.abs() >= 100.0 {
         format!("{x:.0}×")
     } else {
@@ -127,12 +132,33 @@ pub(crate) fn times(x: f64) -> String {
 
 /// Seconds with one decimal, e.g. `1.8 s`.
 pub(crate) fn secs(s: f64) -> String {
-    if s.is_finite() { format!("{s:.1} s") } else { "—".to_string() }
+    if !s.is_finite() {
+        "—".to_string()
+    } else if s.abs() >= HUGE {
+        format!("{} s", huge(s))
+    } else {
+        format!("{s:.1} s")
+    }
 }
 
 /// A plain number with `decimals` decimals, `—` if not finite.
 pub(crate) fn number(x: f64, decimals: usize) -> String {
-    if x.is_finite() { format!("{x:.decimals$}") } else { "—".to_string() }
+    if !x.is_finite() {
+        "—".to_string()
+    } else if x.abs() >= HUGE {
+        huge(x)
+    } else {
+        format!("{x:.decimals$}")
+    }
+}
+
+/// From here on numbers print in scientific notation, so a wild value cannot widen a column
+/// past the terminal (an `f64` can have 309 digits before the point).
+pub(crate) const HUGE: f64 = 1e7;
+
+/// `1.0e300`.
+pub(crate) fn huge(x: f64) -> String {
+    format!("{x:.1e}")
 }
 
 /// The name with control characters (which would break a row) replaced by `?`.
@@ -171,6 +197,9 @@ mod tests {
         assert_eq!(times(243.4), "243×");
         assert_eq!(times(f64::INFINITY), "—");
         assert_eq!(secs(1.75), "1.8 s");
+        assert_eq!(times(1e300), "1.0e300×");
+        assert_eq!(pct(1e300), "1.0e302 %");
+        assert_eq!(number(-2.5e9, 2), "-2.5e9");
         assert_eq!(clip("abcdef", 4), "abc…");
         assert_eq!(printable("a\nb"), "a?b");
     }

@@ -116,6 +116,7 @@ fn gap_table(pairs: &[Pair<'_>], fault: bool) -> String {
             let gap = m.zip(*p).map(|(m, p)| value(m) - value(p)).filter(|d| d.is_finite());
             let gap = match (gap, kind) {
                 (None, _) => "—".to_string(),
+                (Some(d), _) if d.abs() >= table::HUGE => table::huge(d),
                 (Some(d), Kind::Recovered) => format!("{d:+.1} s"),
                 (Some(d), Kind::Times) => format!("{d:+.1}×"),
                 (Some(d), Kind::Plain) => format!("{d:+.2}"),

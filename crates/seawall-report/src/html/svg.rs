@@ -83,6 +83,11 @@ pub(super) fn nice_max(v: f64) -> (f64, f64) {
 /// A short tick label: `950`, `1.2k`, `54k`, `0.25`.
 pub(super) fn short(v: f64) -> String {
     let a = v.abs();
+    if a >= 1e12 || (a > 0.0 && a < 1e-3) {
+        // Far from everyday sizes, scientific notation: short, and cheap to print (an exact
+        // 300-digit decimal expansion is not).
+        return format!("{v:.1e}");
+    }
     let (x, suffix) = if a >= 1e9 {
         (v / 1e9, "G")
     } else if a >= 1e6 {
@@ -111,12 +116,12 @@ fn tick_label(v: f64, unit: Unit) -> String {
 }
 
 fn px_x(x: f64, x_max: f64, w: f64) -> f64 {
-    let f = if x_max > 0.0 { (x / x_max).clamp(0.0, 1.0) } else { 0.0 };
+    let f = if x_max > 0.0 && x.is_finite() { (x / x_max).clamp(0.0, 1.0) } else { 0.0 };
     LEFT + f * (w - LEFT - RIGHT)
 }
 
 fn px_y(y: f64, y_max: f64, h: f64) -> f64 {
-    let f = if y_max > 0.0 { (y / y_max).clamp(0.0, 1.0) } else { 0.0 };
+    let f = if y_max > 0.0 && y.is_finite() { (y / y_max).clamp(0.0, 1.0) } else { 0.0 };
     h - BOTTOM - f * (h - TOP - BOTTOM)
 }
 
@@ -132,8 +137,9 @@ pub(super) fn render(p: &Plot<'_>) -> String {
         esc(&p.label),
         esc(&p.label)
     );
-    if let Some((a, b, what)) = p.band {
-        let (x0, x1) = (px_x(a, x_max, w), px_x(b, x_max, w));
+    // A fault with an unknown edge cannot be placed; one given backwards is still a window.
+    if let Some((a, b, what)) = p.band.filter(|(a, b, _)| a.is_finite() && b.is_finite()) {
+        let (x0, x1) = (px_x(a.min(b), x_max, w), px_x(a.max(b), x_max, w));
         let _ = write!(
             s,
             r#"<rect class="fault" x="{x0:.1}" y="{TOP:.1}" width="{:.1}" height="{:.1}"><title>fault: {}</title></rect>"#,
@@ -258,5 +264,7 @@ mod tests {
         assert_eq!(short(54_000.0), "54k");
         assert_eq!(short(0.25), "0.25");
         assert_eq!(short(2_000_000.0), "2M");
+        assert_eq!(short(1e300), "1.0e300");
+        assert_eq!(short(f64::MIN_POSITIVE), "2.2e-308");
     }
 }
