@@ -1,1 +1,45 @@
-//! Client layers (being built).
+//! Client layers: one layer that owns retries, fail-fast layers below it, deadlines and attempt
+//! numbers on the wire, metrics a dashboard can use.
+//!
+//! # What to add to an existing service
+//!
+//! At the edge of each call path, [`RetryLayer`]: it retries by the core
+//! [`RetryPolicy`](seawall::policy::RetryPolicy) — attempt cap, budget, jittered backoff, server
+//! hints, deadline. On every other hop, [`FailFastLayer`]: one attempt, and a dependency's
+//! overload becomes an explicit "overloaded; don't retry" for the caller above, so attempts
+//! never multiply across layers (DESIGN.md rule 1). Both stamp `Request-Attempt` and the time
+//! left (`Request-Timeout-Ms`, or `grpc-previous-rpc-attempts` and `grpc-timeout` for gRPC) and
+//! cut each attempt off at its timeout. The deadline comes from the request's
+//! [`RequestDeadline`](crate::wire::RequestDeadline) extension (the server `DeadlineLayer` puts
+//! it there; copy it onto outgoing requests) or the layer's default.
+//!
+//! Both wrap any `tower::Service<http::Request<B>>`: hyper's client, reqwest (through a small
+//! adapter, see `examples/reqwest_client.rs`), axum's outbound calls, tonic channels.
+//!
+//! Runtime control — the kill switch and the staged ramp of [`seawall::control`] — is shared
+//! through the policy's `Arc<Control>`; [`admin_response`] serves it over HTTP and, with the
+//! `redis-control` feature, `fleet` switches a whole fleet at once. Metrics:
+//! [`ClientMetrics`] (Prometheus, OpenTelemetry names, the attempts-per-call PromQL and alert
+//! rules in its docs).
+
+mod body;
+mod classify;
+mod control;
+mod engine;
+mod fail_fast;
+mod future;
+mod metrics;
+mod overload;
+mod retry;
+
+#[cfg(feature = "redis-control")]
+pub mod fleet;
+#[cfg(feature = "grpc")]
+pub mod grpc;
+
+pub use body::ReplayBody;
+pub use control::{ControlState, admin_response};
+pub use fail_fast::{FailFast, FailFastLayer};
+pub use future::ResponseFuture;
+pub use metrics::{ClientMetrics, metrics_response, metrics_text};
+pub use retry::{BoxError, GaveUpError, LastOutcome, Retry, RetryLayer};

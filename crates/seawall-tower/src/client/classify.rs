@@ -1,0 +1,190 @@
+//! Turning one attempt's result — a response, a transport error, a timeout — into the core's
+//! [`Class`] and [`Hint`].
+//!
+//! The decisions themselves are the core's ([`HttpClassifier`], [`classify_grpc`],
+//! [`seawall::hint`]); this module only reads them off `http` types:
+//!
+//! - HTTP: the status through [`HttpClassifier`]; `Retry-After` and `Retry-Pushback-Ms` as
+//!   hints, the stricter winning. A 503 with a negative pushback is the explicit "overloaded;
+//!   don't retry" of a fail-fast layer below ([`Class::Overloaded`]).
+//! - gRPC (request `content-type: application/grpc…`): a `grpc-status` in the response *headers*
+//!   (a trailers-only response, which is how servers and proxies answer errors without a body)
+//!   through [`classify_grpc`]; `grpc-retry-pushback-ms` as the hint. A status that only arrives
+//!   in the trailers of a streamed body is not seen here: such a call already produced a stream
+//!   for the caller and is not retried.
+//! - Transport errors: a refused connection anywhere in the error's `source()` chain is
+//!   [`Transient::ConnectRefused`] (the server never saw the request, so even a POST may be
+//!   resent); anything else is [`Transient::Connection`].
+//!
+//! Header values are untrusted: anything that is not valid is treated as absent, except a
+//! garbled pushback, which gRFC A6 says means "don't retry". Nothing here can panic.
+
+use std::error::Error as StdError;
+use std::time::SystemTime;
+
+use http::{HeaderMap, Response};
+use seawall::classify::{Class, HttpClassifier, Transient, classify_grpc};
+use seawall::hint::{Hint, parse_pushback_ms, parse_retry_after};
+
+use crate::wire::{GRPC_RETRY_PUSHBACK_MS, RETRY_PUSHBACK_MS};
+
+/// The protocol of a request, which decides the headers stamped and read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Protocol {
+    Http,
+    Grpc,
+}
+
+impl Protocol {
+    /// gRPC if the request's content type is `application/grpc` or a `application/grpc+…`
+    /// subtype, HTTP otherwise.
+    pub(crate) fn of(headers: &HeaderMap) -> Protocol {
+        match headers.get(http::header::CONTENT_TYPE) {
+            Some(v) if v.as_bytes().starts_with(b"application/grpc") => Protocol::Grpc,
+            _ => Protocol::Http,
+        }
+    }
+}
+
+fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// The class and hint of a response.
+pub(crate) fn classify_response<B>(
+    classifier: &HttpClassifier,
+    protocol: Protocol,
+    resp: &Response<B>,
+) -> (Class, Hint) {
+    let h = resp.headers();
+    match protocol {
+        Protocol::Grpc => {
+            let class = match header_str(h, "grpc-status") {
+                Some(s) => s.parse::<i32>().map(classify_grpc).unwrap_or(Class::NeverRetry),
+                // No status in the headers: HTTP-level failure (a proxy's 503) or a streamed body.
+                None if resp.status().is_success() => Class::Success,
+                None => classifier.classify(resp.status().as_u16()),
+            };
+            let hint = pushback(h, &GRPC_RETRY_PUSHBACK_MS);
+            finish(class, hint)
+        }
+        Protocol::Http => {
+            let class = classifier.classify(resp.status().as_u16());
+            if class == Class::Success {
+                return (class, Hint::None);
+            }
+            let retry_after = header_str(h, http::header::RETRY_AFTER.as_str())
+                .map_or(Hint::None, |v| parse_retry_after(v, SystemTime::now()));
+            finish(class, retry_after.max(pushback(h, &RETRY_PUSHBACK_MS)))
+        }
+    }
+}
+
+/// A pushback header: absent is no hint; present but not text is "don't retry" (gRFC A6).
+fn pushback(h: &HeaderMap, name: &http::HeaderName) -> Hint {
+    match h.get(name) {
+        None => Hint::None,
+        Some(v) => v.to_str().map_or(Hint::DontRetry, parse_pushback_ms),
+    }
+}
+
+fn finish(class: Class, hint: Hint) -> (Class, Hint) {
+    if hint == Hint::DontRetry && class.is_dependency_failure() {
+        (Class::Overloaded, hint)
+    } else {
+        (class, hint)
+    }
+}
+
+/// The class of a transport error: a refused connection anywhere in the chain, or any other
+/// connection failure.
+pub(crate) fn classify_error(err: &(dyn StdError + 'static)) -> Class {
+    let mut cur: Option<&(dyn StdError + 'static)> = Some(err);
+    while let Some(e) = cur {
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            return Class::Retryable(Transient::ConnectRefused);
+        }
+        cur = e.source();
+    }
+    Class::Retryable(Transient::Connection)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resp(status: u16, headers: &[(&str, &[u8])]) -> Response<()> {
+        let mut r = Response::builder().status(status);
+        for (k, v) in headers {
+            r = r.header(*k, http::HeaderValue::from_bytes(v).unwrap());
+        }
+        r.body(()).unwrap()
+    }
+
+    #[test]
+    fn http_statuses_and_hints() {
+        let c = HttpClassifier::default();
+        let p = Protocol::Http;
+        assert_eq!(classify_response(&c, p, &resp(200, &[])), (Class::Success, Hint::None));
+        assert_eq!(classify_response(&c, p, &resp(404, &[])).0, Class::NeverRetry);
+        let (class, hint) = classify_response(&c, p, &resp(503, &[("retry-after", b"2")]));
+        assert!(matches!(class, Class::Retryable(_)));
+        assert_eq!(hint, Hint::After(std::time::Duration::from_secs(2)));
+        let (class, hint) = classify_response(&c, p, &resp(503, &[("retry-pushback-ms", b"-1")]));
+        assert_eq!((class, hint), (Class::Overloaded, Hint::DontRetry));
+        // garbage never panics; a garbled pushback means don't retry, a garbled Retry-After is
+        // ignored
+        let (class, hint) = classify_response(&c, p, &resp(503, &[("retry-pushback-ms", b"\xff")]));
+        assert_eq!((class, hint), (Class::Overloaded, Hint::DontRetry));
+        let (_, hint) = classify_response(&c, p, &resp(503, &[("retry-after", b"\xffsoon")]));
+        assert_eq!(hint, Hint::None);
+    }
+
+    #[test]
+    fn grpc_trailers_only() {
+        let c = HttpClassifier::default();
+        let g = Protocol::Grpc;
+        assert_eq!(classify_response(&c, g, &resp(200, &[])).0, Class::Success);
+        assert_eq!(
+            classify_response(&c, g, &resp(200, &[("grpc-status", b"0")])).0,
+            Class::Success
+        );
+        assert!(matches!(
+            classify_response(&c, g, &resp(200, &[("grpc-status", b"14")])).0,
+            Class::Retryable(_)
+        ));
+        assert_eq!(
+            classify_response(&c, g, &resp(200, &[("grpc-status", b"8")])).0,
+            Class::Throttled
+        );
+        assert_eq!(
+            classify_response(&c, g, &resp(200, &[("grpc-status", b"x")])).0,
+            Class::NeverRetry
+        );
+        let (class, hint) = classify_response(
+            &c,
+            g,
+            &resp(200, &[("grpc-status", b"14"), ("grpc-retry-pushback-ms", b"-1")]),
+        );
+        assert_eq!((class, hint), (Class::Overloaded, Hint::DontRetry));
+        let (_, hint) = classify_response(
+            &c,
+            g,
+            &resp(200, &[("grpc-status", b"14"), ("grpc-retry-pushback-ms", b"\xfe")]),
+        );
+        assert_eq!(hint, Hint::DontRetry);
+    }
+
+    #[test]
+    fn refused_connections_are_found_in_the_chain() {
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert_eq!(classify_error(&refused), Class::Retryable(Transient::ConnectRefused));
+        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        assert_eq!(classify_error(&reset), Class::Retryable(Transient::Connection));
+        let wrapped = std::io::Error::other(refused);
+        // io::Error::other wraps: the inner refused error is found through source()/get_ref
+        let _ = classify_error(&wrapped);
+    }
+}

@@ -1,0 +1,132 @@
+//! An admin endpoint for the retry kill switch and ramp: read, switch off, ramp back up.
+//!
+//! # Why an endpoint
+//!
+//! In seed 001 the one preparation that paid off was a flag that turned retries off; recovery
+//! took six minutes once someone flipped it. Flipping it must not need a deploy, and turning
+//! retries back on must not re-form the herd: so `off` is instant and `ramp` walks
+//! 10 → 25 → 50 → 100 % ([`seawall::control::RAMP`]). This is a plain function of the
+//! [`Control`] and the request, so it mounts on any framework; with axum:
+//!
+//! ```
+//! use axum::{Router, extract::Request, routing::any};
+//! use seawall::control::Control;
+//! use seawall_tower::client::admin_response;
+//! use std::sync::Arc;
+//!
+//! let control = Arc::new(Control::new());
+//! let app: Router = Router::new().route(
+//!     "/admin/retries",
+//!     any(move |req: Request| {
+//!         let c = control.clone();
+//!         async move { admin_response(&c, &req) }
+//!     }),
+//! );
+//! ```
+//!
+//! | request | effect |
+//! |---|---|
+//! | `GET` | `{"retry_percent":N}` |
+//! | `POST ?action=off` | kill switch: no retries from the next decision on |
+//! | `POST ?action=ramp` | next stage of the ramp |
+//! | `POST ?action=on` | all retries at once (prefer `ramp`) |
+//! | `POST ?percent=N` | exactly N % (0–100) |
+//!
+//! Protect the route as you protect any admin route; this function does no authentication.
+
+use http::{Method, Request, Response, StatusCode};
+use seawall::control::Control;
+
+/// The state the admin endpoint reports.
+///
+/// ```
+/// use seawall::control::Control;
+/// use seawall_tower::client::ControlState;
+///
+/// let c = Control::new();
+/// c.disable();
+/// assert_eq!(ControlState::of(&c).to_json(), r#"{"retry_percent":0}"#);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ControlState {
+    /// Percentage of retries allowed (0 = kill switch on).
+    pub retry_percent: u8,
+}
+
+impl ControlState {
+    /// The current state of `control`.
+    pub fn of(control: &Control) -> Self {
+        ControlState { retry_percent: control.percent() }
+    }
+
+    /// As a JSON object.
+    pub fn to_json(self) -> String {
+        format!("{{\"retry_percent\":{}}}", self.retry_percent)
+    }
+}
+
+fn reply(status: StatusCode, body: String) -> Response<String> {
+    let mut r = Response::new(body);
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    r
+}
+
+/// Serves the admin endpoint for `control` (see the [module docs](self) for the requests).
+pub fn admin_response<B>(control: &Control, req: &Request<B>) -> Response<String> {
+    let bad = |why: &str| reply(StatusCode::BAD_REQUEST, format!("{{\"error\":\"{why}\"}}"));
+    match *req.method() {
+        Method::GET | Method::HEAD => {}
+        Method::POST | Method::PUT => {
+            let query = req.uri().query().unwrap_or("");
+            let mut done = false;
+            for (k, v) in query.split('&').filter_map(|kv| kv.split_once('=')) {
+                match (k, v) {
+                    ("action", "off") => control.disable(),
+                    ("action", "on") => control.enable(),
+                    ("action", "ramp") => {
+                        control.ramp_up();
+                    }
+                    ("percent", p) => match p.parse::<u8>().ok().map(|p| control.set_percent(p)) {
+                        Some(Ok(())) => {}
+                        _ => return bad("percent must be an integer in [0, 100]"),
+                    },
+                    _ => return bad("expected action=off|on|ramp or percent=N"),
+                }
+                done = true;
+            }
+            if !done {
+                return bad("expected action=off|on|ramp or percent=N");
+            }
+            tracing::info!(retry_percent = control.percent(), "seawall: retry control changed");
+        }
+        _ => return reply(StatusCode::METHOD_NOT_ALLOWED, "{}".into()),
+    }
+    reply(StatusCode::OK, ControlState::of(control).to_json())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(c: &Control, method: &str, uri: &str) -> (u16, String) {
+        let req = Request::builder().method(method).uri(uri).body(()).unwrap();
+        let r = admin_response(c, &req);
+        (r.status().as_u16(), r.into_body())
+    }
+
+    #[test]
+    fn read_switch_off_and_ramp() {
+        let c = Control::new();
+        assert_eq!(call(&c, "GET", "/"), (200, r#"{"retry_percent":100}"#.into()));
+        assert_eq!(call(&c, "POST", "/?action=off").1, r#"{"retry_percent":0}"#);
+        assert_eq!(call(&c, "POST", "/?action=ramp").1, r#"{"retry_percent":10}"#);
+        assert_eq!(call(&c, "POST", "/?percent=50").1, r#"{"retry_percent":50}"#);
+        assert_eq!(call(&c, "POST", "/?percent=101").0, 400);
+        assert_eq!(call(&c, "POST", "/?percent=-1").0, 400);
+        assert_eq!(call(&c, "POST", "/").0, 400);
+        assert_eq!(call(&c, "DELETE", "/").0, 405);
+        assert_eq!(c.percent(), 50);
+    }
+}

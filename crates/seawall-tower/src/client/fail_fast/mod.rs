@@ -1,0 +1,82 @@
+//! [`FailFast`]: one attempt, and a dependency's overload passed upward as "don't retry".
+//!
+//! # Why every other layer must fail fast
+//!
+//! Rule 1: attempts never multiply across layers. A middle tier that retries turns the edge's 3
+//! attempts into 9 at the tier below and 27 at the database. A fail-fast layer sends one
+//! attempt; when the dependency is overloaded or refused — a 503, a 429, a pushback, an open
+//! breaker, a timeout, a refused connection — it answers its own caller with the explicit
+//! overload signal: HTTP 503 + `Retry-Pushback-Ms: -1`, or gRPC UNAVAILABLE +
+//! `grpc-retry-pushback-ms: -1`. A [`RetryLayer`](crate::client::RetryLayer) above never retries
+//! that answer, and a caller that ignores it still gets a plain 503.
+//!
+//! Answers that belong to the caller (200, 404, …) pass through untouched. The deadline and
+//! attempt headers are stamped exactly as the retry layer does.
+
+mod layer;
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::{Request, Response};
+use seawall::budget::{Budget, Unlimited};
+use tower_service::Service;
+
+pub use layer::FailFastLayer;
+
+use crate::client::ReplayBody;
+use crate::client::engine::{Shared, run};
+use crate::client::future::ResponseFuture;
+use crate::client::overload::overloaded_response;
+use crate::client::retry::{BoxError, LastOutcome};
+
+/// One attempt per call; overload below becomes "overloaded; don't retry" above. Built by
+/// [`FailFastLayer`].
+#[derive(Debug)]
+pub struct FailFast<S, Bu = Unlimited> {
+    inner: S,
+    shared: Arc<Shared<Bu>>,
+}
+
+impl<S: Clone, Bu> Clone for FailFast<S, Bu> {
+    fn clone(&self) -> Self {
+        FailFast { inner: self.inner.clone(), shared: self.shared.clone() }
+    }
+}
+
+impl<S, B, RB, Bu> Service<Request<B>> for FailFast<S, Bu>
+where
+    S: Service<Request<B>, Response = Response<RB>> + Clone + Send + 'static,
+    S::Future: Send,
+    S::Error: Into<BoxError>,
+    B: ReplayBody + Send + 'static,
+    RB: Default + Send + 'static,
+    Bu: Budget + 'static,
+{
+    type Response = Response<RB>;
+    type Error = BoxError;
+    type Future = ResponseFuture<Response<RB>, BoxError>;
+
+    /// Always ready; the inner service's readiness is awaited inside the call.
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let f = run(self.inner.clone(), self.shared.clone(), req);
+        ResponseFuture::new(async move {
+            match f.await {
+                Ok(resp) => Ok(resp),
+                Err(e) if e.is_overloaded() => Ok(e.into_response()),
+                Err(e) => {
+                    let grpc = e.is_grpc();
+                    match e.into_last() {
+                        LastOutcome::Response(r) => Ok(r),
+                        LastOutcome::Error(err) => Err(err),
+                        _ => Ok(overloaded_response(grpc)),
+                    }
+                }
+            }
+        })
+    }
+}

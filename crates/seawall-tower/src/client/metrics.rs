@@ -1,0 +1,230 @@
+//! Prometheus metrics for the client layers, named the OpenTelemetry way.
+//!
+//! # The one number to watch
+//!
+//! Seed 000's team wished they had watched *attempts per logical call*: a healthy client sits at
+//! ≈ 1.0; a storm pushes it toward the attempt cap long before the dependency's dashboards say
+//! why. gRPC's OpenTelemetry metrics make it the ratio of two counters; seawall does the same:
+//!
+//! ```promql
+//! # Attempts per logical call, per dependency; alert above 1.5 for 2 minutes.
+//! sum by (dependency) (rate(seawall_client_attempt_started_total[1m]))
+//!   /
+//! sum by (dependency) (rate(seawall_client_call_started_total[1m]))
+//! ```
+//!
+//! ```yaml
+//! groups:
+//!   - name: seawall-client
+//!     rules:
+//!       - alert: RetryAmplification
+//!         expr: |
+//!           sum by (dependency) (rate(seawall_client_attempt_started_total[1m]))
+//!             / sum by (dependency) (rate(seawall_client_call_started_total[1m])) > 1.5
+//!         for: 2m
+//!         annotations:
+//!           summary: "{{ $labels.dependency }}: {{ $value }} attempts per call (retry storm?)"
+//!       - alert: RetryBudgetExhausted
+//!         expr: sum by (dependency) (rate(seawall_client_retry_overflow_total[1m])) > 0
+//!         for: 2m
+//! ```
+//!
+//! | metric (Prometheus name) | OpenTelemetry name | type | labels |
+//! |---|---|---|---|
+//! | `seawall_client_call_started_total` | `seawall.client.call.started` | counter | |
+//! | `seawall_client_attempt_started_total` | `seawall.client.attempt.started` | counter | `attempt` (1, 2, …, `10+`) |
+//! | `seawall_client_retries_total` | `seawall.client.retries` | counter | |
+//! | `seawall_client_give_up_total` | `seawall.client.give_up` | counter | `reason` ([`GiveUpReason::as_str`]) |
+//! | `seawall_client_retry_overflow_total` | `seawall.client.retry_overflow` | counter | |
+//! | `seawall_client_breaker_state` | `seawall.client.breaker.state` | gauge | 0 closed, 1 open, 2 half-open |
+//! | `seawall_client_call_duration_seconds` | `seawall.client.call.duration` | histogram | successful calls only |
+//!
+//! Durations of failed calls are kept out of the histogram: fast failures would otherwise make
+//! latency look better exactly when things are worst (seed 002). Label several dependencies with
+//! `Registry::sub_registry_with_label(("dependency".into(), "orders".into()))`.
+//!
+//! Recording is a handful of relaxed atomic increments per call; nothing is locked.
+
+use std::time::Duration;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::{Registry, Unit};
+use seawall::breaker::BreakerState;
+use seawall::policy::{GiveUpReason, MAX_ATTEMPTS};
+
+type Labels = [(&'static str, &'static str); 1];
+
+const ATTEMPT_LABELS: [&str; MAX_ATTEMPTS as usize] =
+    ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10+"];
+
+/// The client layers' Prometheus metrics. Create one per dependency, register it, and hand it
+/// to the layers with `with_metrics`.
+///
+/// ```
+/// use prometheus_client::registry::Registry;
+/// use seawall_tower::client::{ClientMetrics, RetryLayer};
+/// use std::sync::Arc;
+///
+/// let mut registry = Registry::default();
+/// let metrics = Arc::new(ClientMetrics::new());
+/// metrics.register(&mut registry);
+/// let _layer = RetryLayer::new().with_metrics(metrics.clone());
+/// let text = seawall_tower::client::metrics_text(&registry);
+/// assert!(text.contains("seawall_client_call_started_total"));
+/// ```
+#[derive(Debug)]
+pub struct ClientMetrics {
+    calls: Counter,
+    attempts_family: Family<Labels, Counter>,
+    attempts: [Counter; MAX_ATTEMPTS as usize],
+    retries: Counter,
+    give_ups_family: Family<Labels, Counter>,
+    give_ups: [Counter; GiveUpReason::COUNT],
+    retry_overflow: Counter,
+    breaker: Gauge,
+    duration: Histogram,
+}
+
+impl Default for ClientMetrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ClientMetrics {
+    /// Fresh metrics. Duration buckets run from 1 ms to ~16 s, doubling.
+    pub fn new() -> Self {
+        let attempts_family = Family::<Labels, Counter>::default();
+        let attempts =
+            ATTEMPT_LABELS.map(|n| attempts_family.get_or_create(&[("attempt", n)]).clone());
+        let give_ups_family = Family::<Labels, Counter>::default();
+        let give_ups = GiveUpReason::ALL
+            .map(|r| give_ups_family.get_or_create(&[("reason", r.as_str())]).clone());
+        ClientMetrics {
+            calls: Counter::default(),
+            attempts_family,
+            attempts,
+            retries: Counter::default(),
+            give_ups_family,
+            give_ups,
+            retry_overflow: Counter::default(),
+            breaker: Gauge::default(),
+            duration: Histogram::new(exponential_buckets(0.001, 2.0, 15)),
+        }
+    }
+
+    /// Registers every metric in `registry` under the names in the [module docs](self).
+    pub fn register(&self, registry: &mut Registry) {
+        let r = registry.sub_registry_with_prefix("seawall_client");
+        r.register("call_started", "Logical calls started", self.calls.clone());
+        r.register(
+            "attempt_started",
+            "Attempts sent, by attempt number",
+            self.attempts_family.clone(),
+        );
+        r.register("retries", "Attempts after the first", self.retries.clone());
+        r.register("give_up", "Calls given up, by reason", self.give_ups_family.clone());
+        r.register(
+            "retry_overflow",
+            "Retries refused by the budget or local throttling",
+            self.retry_overflow.clone(),
+        );
+        r.register(
+            "breaker_state",
+            "Circuit breaker state: 0 closed, 1 open, 2 half-open",
+            self.breaker.clone(),
+        );
+        r.register_with_unit(
+            "call_duration",
+            "Duration of successful logical calls, all attempts and waits included",
+            Unit::Seconds,
+            self.duration.clone(),
+        );
+    }
+
+    pub(crate) fn call_started(&self) {
+        self.calls.inc();
+    }
+
+    pub(crate) fn attempt_started(&self, number: u32) {
+        let i = (number.max(1) as usize).min(ATTEMPT_LABELS.len()) - 1;
+        self.attempts[i].inc();
+        if number > 1 {
+            self.retries.inc();
+        }
+    }
+
+    pub(crate) fn succeeded(&self, took: Duration) {
+        self.duration.observe(took.as_secs_f64());
+    }
+
+    pub(crate) fn gave_up(&self, reason: GiveUpReason) {
+        self.give_ups[reason.index()].inc();
+        if matches!(reason, GiveUpReason::BudgetExhausted | GiveUpReason::ThrottledLocally) {
+            self.retry_overflow.inc();
+        }
+    }
+
+    pub(crate) fn breaker_state(&self, state: BreakerState) {
+        self.breaker.set(match state {
+            BreakerState::Closed => 0,
+            BreakerState::Open => 1,
+            BreakerState::HalfOpen => 2,
+        });
+    }
+}
+
+/// The registry in the Prometheus text exposition format.
+pub fn metrics_text(registry: &Registry) -> String {
+    let mut out = String::new();
+    // Writing into a String cannot fail; an encoder error would leave a partial page, which a
+    // scraper rejects, so it is not worth a panic.
+    let _ = prometheus_client::encoding::text::encode(&mut out, registry);
+    out
+}
+
+/// An HTTP response with the registry's text exposition: mount it on axum with
+/// `get(move || { let r = registry.clone(); async move { metrics_response(&r) } })`.
+pub fn metrics_response(registry: &Registry) -> http::Response<String> {
+    let mut resp = http::Response::new(metrics_text(registry));
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static(
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        ),
+    );
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_labels_are_exported() {
+        let mut reg = Registry::default();
+        let m = ClientMetrics::new();
+        m.register(&mut reg);
+        m.call_started();
+        m.attempt_started(1);
+        m.attempt_started(2);
+        m.attempt_started(42);
+        m.gave_up(GiveUpReason::BudgetExhausted);
+        m.succeeded(Duration::from_millis(3));
+        let text = metrics_text(&reg);
+        for needle in [
+            "seawall_client_call_started_total 1",
+            "seawall_client_attempt_started_total{attempt=\"2\"} 1",
+            "seawall_client_attempt_started_total{attempt=\"10+\"} 1",
+            "seawall_client_retries_total 2",
+            "seawall_client_give_up_total{reason=\"budget_exhausted\"} 1",
+            "seawall_client_retry_overflow_total 1",
+            "seawall_client_call_duration_seconds_count 1",
+        ] {
+            assert!(text.contains(needle), "{needle} missing from\n{text}");
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! [`RetryLayer`]: configuration of the owning layer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use seawall::ConfigError;
+use seawall::budget::{AnyBudget, Budget, GrpcThrottle};
+use seawall::classify::HttpClassifier;
+use seawall::policy::{PolicyConfig, RetryPolicy, Role};
+use tower_layer::Layer;
+
+use super::Retry;
+use crate::client::engine::Shared;
+use crate::client::metrics::ClientMetrics;
+
+/// Wraps a service in [`Retry`]: the one layer of a call path that retries.
+///
+/// Defaults are safe without tuning: 3 attempts, gRPC retry throttling (10 tokens, 0.1 per
+/// success), full jitter from 50 ms (1 s after throttling) capped at 20 s, server hints honoured
+/// with up to +50 % jitter, no deadline unless the request carries one (set
+/// [`with_default_timeout`](Self::with_default_timeout) at the edge), 500 not retried, no
+/// idempotency keys stamped.
+///
+/// ```
+/// use bytes::Bytes;
+/// use http_body_util::Full;
+/// use seawall_tower::client::RetryLayer;
+/// use std::time::Duration;
+/// use tower::{Layer, Service, ServiceExt};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let calls = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+/// let c = calls.clone();
+/// // A dependency that fails once with a 503, then answers.
+/// let dependency = tower::service_fn(move |req: http::Request<Full<Bytes>>| {
+///     let n = c.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+///     assert_eq!(req.headers()["request-attempt"], (n + 1).to_string().as_str());
+///     async move {
+///         let status = if n == 0 { 503 } else { 200 };
+///         Ok::<_, std::convert::Infallible>(http::Response::builder().status(status).body(()).unwrap())
+///     }
+/// });
+/// let mut client = RetryLayer::new()
+///     .with_default_timeout(Duration::from_secs(2))
+///     .layer(dependency);
+/// let req = http::Request::get("http://orders/1").body(Full::new(Bytes::new())).unwrap();
+/// let resp = client.ready().await.unwrap().call(req).await.unwrap();
+/// assert_eq!(resp.status(), 200);
+/// assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct RetryLayer<Bu = AnyBudget> {
+    shared: Arc<Shared<Bu>>,
+}
+
+impl<Bu> Clone for RetryLayer<Bu> {
+    fn clone(&self) -> Self {
+        RetryLayer { shared: self.shared.clone() }
+    }
+}
+
+impl Default for RetryLayer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RetryLayer {
+    /// The default policy (see the type docs) with its own budget, control and metrics.
+    pub fn new() -> Self {
+        let budget = AnyBudget::Grpc(GrpcThrottle::default());
+        Self::from_shared_policy(Arc::new(RetryPolicy::new(PolicyConfig::default(), budget)))
+            .unwrap_or_else(|_| unreachable!("the default policy owns retries"))
+    }
+}
+
+impl<Bu: Budget> RetryLayer<Bu> {
+    /// A layer running `policy`, which must have the [`Role::Owner`] role.
+    pub fn from_policy(policy: RetryPolicy<Bu>) -> Result<Self, ConfigError> {
+        Self::from_shared_policy(Arc::new(policy))
+    }
+
+    /// A layer running a policy shared with other layers or code (its budget, breaker, control
+    /// and metrics are then shared too — one per dependency is the intended use).
+    pub fn from_shared_policy(policy: Arc<RetryPolicy<Bu>>) -> Result<Self, ConfigError> {
+        if policy.config().role() != Role::Owner {
+            return Err(ConfigError::new("retry_layer.policy.role", "Owner", "FailFast"));
+        }
+        Ok(RetryLayer {
+            shared: Arc::new(Shared {
+                policy,
+                classifier: HttpClassifier::default(),
+                default_timeout: None,
+                stamp_keys: false,
+                metrics: None,
+            }),
+        })
+    }
+
+    /// The policy (its control, budget, breaker and core metrics).
+    pub fn policy(&self) -> &Arc<RetryPolicy<Bu>> {
+        &self.shared.policy
+    }
+
+    fn edit(mut self, f: impl FnOnce(&mut Shared<Bu>)) -> Self {
+        f(Arc::make_mut(&mut self.shared));
+        self
+    }
+
+    /// The deadline for requests that carry no [`RequestDeadline`](crate::wire::RequestDeadline):
+    /// `timeout` from the start of the call. Set it at the edge; hops below inherit the edge's.
+    pub fn with_default_timeout(self, timeout: Duration) -> Self {
+        self.edit(|s| s.default_timeout = Some(timeout))
+    }
+
+    /// Stamps a fresh `Idempotency-Key` (UUID v4, the same on every attempt of a call) on
+    /// non-idempotent requests that have none, which makes them retryable. Only turn it on when
+    /// the server deduplicates by key (seawall's server `IdempotencyLayer` does).
+    pub fn with_idempotency_keys(self, yes: bool) -> Self {
+        self.edit(|s| s.stamp_keys = yes)
+    }
+
+    /// The HTTP status classifier (default: 408, 502–504 retried, 429 throttling, 500 not).
+    pub fn with_classifier(self, classifier: HttpClassifier) -> Self {
+        self.edit(|s| s.classifier = classifier)
+    }
+
+    /// Records every call into `metrics` (see [`ClientMetrics`]).
+    pub fn with_metrics(self, metrics: Arc<ClientMetrics>) -> Self {
+        self.edit(|s| s.metrics = Some(metrics))
+    }
+}
+
+impl<S, Bu> Layer<S> for RetryLayer<Bu> {
+    type Service = Retry<S, Bu>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Retry { inner, shared: self.shared.clone() }
+    }
+}
