@@ -1,1 +1,59 @@
-//! seawall-sim (being built).
+//! A deterministic discrete-event simulator of retry storms that runs the real `seawall` policy
+//! code.
+//!
+//! # Why simulate the code users ship
+//!
+//! A retry storm is a property of a whole fleet: thousands of clients, each doing something
+//! sensible, together offering a multiple of normal load to a dependency that is already sick.
+//! Nobody can run that experiment on production, and a model that re-implements retry logic
+//! answers a question about the model. So every client decision here — attempt or not, wait how
+//! long, give up why — is made by [`seawall::policy::RetryPolicy`], driven by virtual time and a
+//! seeded random stream. The simulator only moves requests through queues.
+//!
+//! # Model
+//!
+//! Open-loop edge arrivals (Poisson at a rate that can ramp or spike, plus herds) call a chain of
+//! tiers. Each tier is a server (workers, FIFO queue with a bound, service time that can degrade
+//! above a load threshold) and a client of the next tier (per-attempt timeout and a policy).
+//! Faults hold or fail requests, inject latency, remove capacity, or restart a tier into cold
+//! caches. See `SCENARIOS.md` for the file format and the catalog.
+//!
+//! ```
+//! use seawall_sim::{Scenario, catalog, simulate};
+//!
+//! let entry = catalog::get("layered").unwrap();
+//! let scenario = Scenario::parse(entry.name, entry.text, &[]).unwrap();
+//! let results = simulate(&scenario, &["naive".into()], 7, &mut |_, _| {}).unwrap();
+//! assert_eq!(results.runs[0].peak_amplification, 27.0); // 3 × 3 × 3 at the database
+//! ```
+#![warn(missing_docs)]
+
+pub mod catalog;
+mod engine;
+pub mod error;
+pub mod policy;
+mod run;
+pub mod scenario;
+
+pub use engine::EngineStats;
+pub use error::Error;
+pub use policy::PolicySpec;
+pub use run::{run_policy, simulate};
+pub use scenario::Scenario;
+
+/// Loads a scenario by catalog name or file path, applying `--set` overrides.
+pub fn load(name_or_path: &str, sets: &[String]) -> Result<Scenario, Error> {
+    if let Some(e) = catalog::get(name_or_path) {
+        return Scenario::parse(&format!("{}.toml", e.name), e.text, sets);
+    }
+    let path = std::path::Path::new(name_or_path);
+    match std::fs::read_to_string(path) {
+        Ok(text) => Scenario::parse(name_or_path, &text, sets),
+        Err(_) if !name_or_path.ends_with(".toml") && !path.exists() => {
+            Err(Error::UnknownScenario { name: name_or_path.into(), known: catalog::names() })
+        }
+        Err(e) => {
+            Err(Error::Parse { file: name_or_path.into(), line: None, message: e.to_string() })
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! The discrete-event engine: virtual time in nanoseconds, one calendar, and the tiers.
+//!
+//! A logical call at a client layer is a [`CallRec`] holding the real `seawall` policy state; each
+//! attempt it sends becomes a [`JobRec`] at the next tier's server. Layer 0 is the edge client
+//! (a person or a mobile app) calling tier 0; layer `k` is tier `k-1` calling tier `k`. Ids are
+//! generational, so an event for something already finished is simply ignored.
+
+mod flow;
+mod queue;
+mod sample;
+mod server;
+mod slab;
+mod stats;
+
+use seawall::budget::AnyBudget;
+use seawall::policy::{Call, RetryPolicy};
+use seawall::rng::{Rng, SeededRng, splitmix64};
+
+use crate::error::Error;
+use crate::policy::PolicySpec;
+use crate::scenario::Scenario;
+use queue::{Calendar, Kind};
+use server::Server;
+use slab::{Id, Slab};
+use stats::Stats;
+
+pub(crate) use stats::second;
+
+const SEC: u64 = 1_000_000_000;
+
+fn ns(ms: f64) -> u64 {
+    (ms * 1e6) as u64
+}
+
+/// Who waits for a call's result.
+#[derive(Debug, Clone, Copy)]
+enum Parent {
+    /// The edge: a user's request that arrived in `second`, due by `deadline`.
+    Edge { second: usize, deadline: u64, refreshes: u32 },
+    /// A job at the tier above, which made this call while serving.
+    Job(Id),
+}
+
+#[derive(Debug)]
+struct CallRec {
+    layer: u16,
+    parent: Parent,
+    state: Call,
+    /// The attempt in flight.
+    job: Option<Id>,
+    attempt: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum JobState {
+    Queued,
+    Serving,
+    Downstream,
+}
+
+#[derive(Debug)]
+struct JobRec {
+    tier: u16,
+    caller: Id,
+    attempt: u32,
+    deadline: Option<u64>,
+    enqueued: u64,
+    started: u64,
+    state: JobState,
+    down: Option<Id>,
+}
+
+/// What the engine measured besides the series.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EngineStats {
+    /// Events popped from the calendar.
+    pub events: u64,
+    /// Most calls in flight at once (slots ever allocated).
+    pub peak_calls: usize,
+    /// Most attempts in flight at once.
+    pub peak_jobs: usize,
+}
+
+/// One run of a scenario under one policy.
+#[derive(Debug)]
+pub(crate) struct Sim<'a> {
+    sc: &'a Scenario,
+    spec: &'a PolicySpec,
+    now: u64,
+    cal: Calendar,
+    calls: Slab<CallRec>,
+    jobs: Slab<JobRec>,
+    servers: Vec<Server>,
+    layers: Vec<RetryPolicy<AnyBudget>>,
+    arrivals: SeededRng,
+    service: SeededRng,
+    misc: SeededRng,
+    stats: Stats,
+    max_rate: f64,
+    arrivals_end: u64,
+    end: u64,
+    events: u64,
+}
+
+impl<'a> Sim<'a> {
+    /// Builds the tiers and one real policy per client layer. The same seed gives every policy
+    /// the same arrivals and service draws (common random numbers), so differences between
+    /// policies are the policies'.
+    pub(crate) fn new(sc: &'a Scenario, spec: &'a PolicySpec, seed: u64) -> Result<Self, Error> {
+        let n = sc.tiers.len();
+        let mut layers = Vec::with_capacity(n);
+        let mut owner_taken = false;
+        for layer in 0..n {
+            let (retries, timeout) = if layer == 0 {
+                (sc.edge.retries, sc.edge.timeout_ms)
+            } else {
+                (sc.tiers[layer - 1].retries, sc.tiers[layer - 1].timeout_ms)
+            };
+            let owner = retries && !owner_taken;
+            owner_taken |= retries;
+            let timeout = timeout.map(|ms| std::time::Duration::from_secs_f64(ms / 1000.0));
+            let layer_seed = splitmix64(seed ^ splitmix64(0x5EA_0000 + layer as u64));
+            layers.push(spec.build(retries, owner, timeout, layer_seed)?);
+        }
+        let secs = sc.duration_s.ceil() as usize;
+        let arrivals_end = (sc.duration_s * 1e9) as u64;
+        Ok(Sim {
+            sc,
+            spec,
+            now: 0,
+            cal: Calendar::default(),
+            calls: Slab::new(),
+            jobs: Slab::new(),
+            servers: sc.tiers.iter().map(|t| Server::new(t, &sc.faults)).collect(),
+            layers,
+            arrivals: SeededRng::new(splitmix64(seed ^ 0xA)),
+            service: SeededRng::new(splitmix64(seed ^ 0xB)),
+            misc: SeededRng::new(splitmix64(seed ^ 0xC)),
+            stats: Stats::new(secs, n),
+            max_rate: sample::max_rate(&sc.edge),
+            arrivals_end,
+            // Drain: every edge request has ended by its deadline.
+            end: arrivals_end + ns(sc.edge.deadline_ms),
+            events: 0,
+        })
+    }
+
+    fn schedule_start(&mut self) {
+        if self.max_rate > 0.0 {
+            let gap = sample::exp(&mut self.arrivals, 1e9 / self.max_rate) as u64;
+            self.cal.push(gap, Kind::Arrival);
+        }
+        for (i, h) in self.sc.edge.herd.iter().enumerate() {
+            if h.clients > 0 {
+                self.cal.push((h.at_s * 1e9) as u64, Kind::Herd { n: i as u32, left: h.clients });
+            }
+        }
+        for s in 1..=self.stats.edge.len() as u64 {
+            self.cal.push(s * SEC, Kind::Tick);
+        }
+        for (t, s) in self.servers.iter().enumerate() {
+            for (at, restart) in s.boundaries() {
+                let kind = if restart { Kind::Restart(t as u16) } else { Kind::Kick(t as u16) };
+                self.cal.push(at, kind);
+            }
+        }
+    }
+
+    /// Runs to the end; `progress` gets the fraction of simulated time done, once a second.
+    pub(crate) fn run(
+        mut self,
+        progress: &mut dyn FnMut(f64),
+    ) -> (seawall_report::Series, f64, EngineStats) {
+        self.schedule_start();
+        while let Some((at, kind)) = self.cal.pop() {
+            if at > self.end {
+                break;
+            }
+            self.now = at;
+            self.events += 1;
+            self.handle(kind, progress);
+        }
+        let wasted =
+            if self.stats.busy_ns > 0.0 { self.stats.wasted_ns / self.stats.busy_ns } else { 0.0 };
+        let es = EngineStats {
+            events: self.events,
+            peak_calls: self.calls.capacity(),
+            peak_jobs: self.jobs.capacity(),
+        };
+        (self.stats.into_series(), wasted, es)
+    }
+
+    fn handle(&mut self, kind: Kind, progress: &mut dyn FnMut(f64)) {
+        match kind {
+            Kind::Arrival => {
+                let t = self.now as f64 / 1e9;
+                if self.arrivals.next_f64() < sample::rate_at(&self.sc.edge, t) / self.max_rate {
+                    self.edge_request(0);
+                }
+                let next = self.now + sample::exp(&mut self.arrivals, 1e9 / self.max_rate) as u64;
+                if next < self.arrivals_end {
+                    self.cal.push(next, Kind::Arrival);
+                }
+            }
+            Kind::Herd { n, left } => {
+                self.edge_request(0);
+                if left > 1 {
+                    let h = &self.sc.edge.herd[n as usize];
+                    let spread = self.spec.herd_spread_s.unwrap_or(h.spread_s);
+                    let end = ((h.at_s + spread) * 1e9) as u64;
+                    // The next of `left` sorted uniform points on [now, end].
+                    let x = 1.0 - (1.0 - self.arrivals.next_f64()).powf(1.0 / left as f64);
+                    let next = self.now + (end.saturating_sub(self.now) as f64 * x) as u64;
+                    self.cal.push(next, Kind::Herd { n, left: left - 1 });
+                }
+            }
+            Kind::Refresh { count } => self.edge_request(count),
+            Kind::ServiceDone(job) => {
+                if let Some(j) = self.jobs.get(job) {
+                    let tier = j.tier as usize;
+                    self.finish_service(job);
+                    self.dispatch(tier);
+                }
+            }
+            Kind::Timeout { call, attempt } => self.timeout(call, attempt),
+            Kind::Retry(call) => self.send(call),
+            Kind::Kick(tier) => self.dispatch(tier as usize),
+            Kind::Restart(tier) => self.restart(tier as usize),
+            Kind::Tick => {
+                let s = second(self.now) - 1;
+                self.stats.queue_age[s] = self.queue_age(self.servers.len() - 1);
+                progress((s + 1) as f64 / self.stats.edge.len() as f64);
+            }
+        }
+    }
+
+    fn queue_age(&mut self, tier: usize) -> f64 {
+        let jobs = &self.jobs;
+        let fronts = self.servers[tier].fronts(|id| jobs.get(id).is_some());
+        fronts
+            .iter()
+            .flatten()
+            .filter_map(|id| jobs.get(*id))
+            .map(|j| (self.now - j.enqueued) as f64 / 1e9)
+            .fold(0.0, f64::max)
+    }
+}
+
+/// Runs `spec` on `sc` and returns the series, the wasted-work fraction and engine figures.
+pub(crate) fn run(
+    sc: &Scenario,
+    spec: &PolicySpec,
+    seed: u64,
+    progress: &mut dyn FnMut(f64),
+) -> Result<(seawall_report::Series, f64, EngineStats), Error> {
+    Ok(Sim::new(sc, spec, seed)?.run(progress))
+}

@@ -1,0 +1,168 @@
+//! One tier's server side: workers, two FIFO queues (first attempts, retries), the load that
+//! degrades service, and the faults that hit it.
+
+use std::collections::VecDeque;
+
+use seawall::rng::SeededRng;
+
+use super::sample::Dist;
+use super::slab::Id;
+use crate::scenario::{Degrade, FaultKind, FaultSpec, OutageMode, Tier};
+
+const SEC: f64 = 1e9;
+/// Load is counted in ten 100 ms buckets: a sliding one-second window.
+const BUCKET_NS: u64 = 100_000_000;
+
+#[derive(Debug)]
+struct Window {
+    kind: FaultKind,
+    mode: OutageMode,
+    start: u64,
+    end: u64,
+    dist: Option<Dist>,
+    capacity: f64,
+    cold: f64,
+}
+
+/// A tier's server.
+#[derive(Debug)]
+pub(crate) struct Server {
+    workers: u32,
+    pub(crate) busy: u32,
+    pub(crate) firsts: VecDeque<Id>,
+    pub(crate) retries: VecDeque<Id>,
+    /// Live queued jobs (the deques may also hold cancelled ones, skipped when popped).
+    pub(crate) queued: u32,
+    pub(crate) queue_limit: u32,
+    dist: Dist,
+    degrade: Option<Degrade>,
+    ring: [u32; 10],
+    ring_slot: u64,
+    ring_sum: u32,
+    windows: Vec<Window>,
+}
+
+impl Server {
+    pub(crate) fn new(t: &Tier, faults: &[FaultSpec]) -> Server {
+        let windows = faults
+            .iter()
+            .filter(|f| f.tier == t.name)
+            .map(|f| Window {
+                kind: f.kind,
+                mode: f.mode,
+                start: (f.start_s * SEC) as u64,
+                end: ((f.start_s + f.duration_s) * SEC) as u64,
+                dist: f.p50_ms.zip(f.p99_ms).map(|(a, b)| Dist::lognormal(a, b)),
+                capacity: f.capacity.unwrap_or(1.0),
+                cold: f.cold_factor.unwrap_or(1.0),
+            })
+            .collect();
+        Server {
+            workers: t.workers,
+            busy: 0,
+            firsts: VecDeque::new(),
+            retries: VecDeque::new(),
+            queued: 0,
+            queue_limit: t.queue_limit,
+            dist: Dist::from_service(&t.service),
+            degrade: t.degrade,
+            ring: [0; 10],
+            ring_slot: 0,
+            ring_sum: 0,
+            windows,
+        }
+    }
+
+    /// Times at which a fault window ends (workers may free up) and restarts begin.
+    pub(crate) fn boundaries(&self) -> impl Iterator<Item = (u64, bool)> + '_ {
+        self.windows
+            .iter()
+            .map(|w| if w.kind == FaultKind::Restart { (w.start, true) } else { (w.end, false) })
+    }
+
+    fn active(&self, now: u64) -> impl Iterator<Item = &Window> {
+        self.windows.iter().filter(move |w| w.start <= now && now < w.end)
+    }
+
+    /// Queue length from which retries are shed when servers protect themselves: as soon as a
+    /// request would wait about one service time.
+    pub(crate) fn shed_threshold(&self) -> u32 {
+        self.workers.max(1)
+    }
+
+    fn advance(&mut self, now: u64) {
+        let slot = now / BUCKET_NS;
+        if slot > self.ring_slot {
+            for k in (self.ring_slot + 1..=slot).take(10) {
+                let i = (k % 10) as usize;
+                self.ring_sum -= self.ring[i];
+                self.ring[i] = 0;
+            }
+            self.ring_slot = slot;
+        }
+    }
+
+    /// Counts an arrival toward the load that degrades service.
+    pub(crate) fn note_arrival(&mut self, now: u64) {
+        if self.degrade.is_some() {
+            self.advance(now);
+            self.ring[(self.ring_slot % 10) as usize] += 1;
+            self.ring_sum += 1;
+        }
+    }
+
+    /// How many requests may be in service now.
+    pub(crate) fn capacity(&self, now: u64) -> u32 {
+        let mut cap = if self.workers == 0 { u32::MAX } else { self.workers };
+        for w in self.active(now) {
+            match w.kind {
+                FaultKind::Outage if w.mode == OutageMode::Hold => cap = 0,
+                FaultKind::Capacity if self.workers == 0 && w.capacity <= 0.0 => cap = 0,
+                FaultKind::Capacity if self.workers > 0 => {
+                    cap = cap.min((f64::from(self.workers) * w.capacity).floor() as u32);
+                }
+                _ => {}
+            }
+        }
+        cap
+    }
+
+    /// Whether requests fail at once (an outage in `fail` mode).
+    pub(crate) fn failing(&self, now: u64) -> bool {
+        self.active(now).any(|w| w.kind == FaultKind::Outage && w.mode == OutageMode::Fail)
+    }
+
+    /// A service time for a request starting now, in nanoseconds.
+    pub(crate) fn service_ns(&mut self, now: u64, rng: &mut SeededRng) -> u64 {
+        let mut dist = self.dist;
+        let mut factor = 1.0;
+        for w in self.active(now) {
+            match w.kind {
+                FaultKind::Latency => dist = w.dist.unwrap_or(dist),
+                FaultKind::Restart => factor *= w.cold,
+                _ => {}
+            }
+        }
+        if let Some(d) = self.degrade {
+            self.advance(now);
+            if f64::from(self.ring_sum) > d.above_rps {
+                factor *= d.factor;
+            }
+        }
+        (dist.sample(rng) * factor) as u64
+    }
+
+    /// The front of each queue (first attempts, retries), dropping entries for which `live` is
+    /// false (cancelled jobs are removed lazily).
+    pub(crate) fn fronts(&mut self, live: impl Fn(Id) -> bool) -> [Option<Id>; 2] {
+        for q in [&mut self.firsts, &mut self.retries] {
+            while let Some(&id) = q.front() {
+                if live(id) {
+                    break;
+                }
+                q.pop_front();
+            }
+        }
+        [self.firsts.front().copied(), self.retries.front().copied()]
+    }
+}

@@ -1,0 +1,211 @@
+//! Policy presets (`naive` … `seawall`) and how one becomes a real `seawall` `RetryPolicy` per
+//! client layer.
+//!
+//! The simulator never decides a retry itself: every client layer holds a
+//! [`seawall::policy::RetryPolicy`] and the engine only schedules what it answers. A preset is
+//! the set of knobs that differ between "before" and "after" in the seeds.
+
+use std::time::Duration;
+
+use seawall::backoff::{Backoff, Jitter};
+use seawall::budget::{AnyBudget, GrpcThrottle, Unlimited};
+use seawall::policy::{PolicyConfig, RetryPolicy};
+
+use crate::error::Error;
+use crate::scenario::{BackoffKind, BudgetKind, PolicyOverride};
+
+/// The preset names, in the order `--list` shows them.
+pub const PRESETS: [&str; 6] = ["naive", "fixed", "exponential", "jitter", "budget", "seawall"];
+
+/// A resolved policy: what every client layer and server does under it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicySpec {
+    /// Name shown in reports.
+    pub name: String,
+    /// Attempts per call including the first.
+    pub attempts: u32,
+    /// Backoff shape.
+    pub backoff: BackoffKind,
+    /// Backoff base.
+    pub base: Duration,
+    /// Backoff cap.
+    pub cap: Duration,
+    /// Retry budget.
+    pub budget: BudgetKind,
+    /// Only the top retrying layer owns retries; the rest fail fast (DESIGN.md rule 1).
+    pub single_owner: bool,
+    /// Lower tiers get the edge deadline (rule 4).
+    pub deadline_propagation: bool,
+    /// Timed-out attempts are cancelled downstream (rule 4: work whose caller has gone is dropped).
+    pub cancellation: bool,
+    /// Give-ups travel upward as "overloaded; don't retry".
+    pub pushback: bool,
+    /// Servers serve first attempts first, shed retries when queueing, drop doomed work (rule 5).
+    pub server_protection: bool,
+    /// Replaces herds' spread (reconnect jitter), seconds.
+    pub herd_spread_s: Option<f64>,
+}
+
+impl PolicySpec {
+    /// A built-in preset by name.
+    ///
+    /// - `naive`: 3 attempts, immediate retries at every layer (a common default; 3 × 3 × 3 = 27
+    ///   in seed 000);
+    /// - `fixed`: 3 retries, flat 100 ms (seed 000's client);
+    /// - `exponential`: 3 retries from 100 ms doubling, no jitter (seed 001's six teams);
+    /// - `jitter`: 3 attempts, full jitter with the AWS defaults (50 ms base, 20 s cap), no budget;
+    /// - `budget`: `jitter` plus the gRFC A6 token bucket (10 tokens, ratio 0.1);
+    /// - `seawall`: `budget` at one owner layer, every other layer failing fast with pushback,
+    ///   deadline propagation, cancellation, and servers that shed retries and drop doomed work.
+    pub fn preset(name: &str) -> Option<PolicySpec> {
+        let ms = Duration::from_millis;
+        let mut p = PolicySpec {
+            name: name.to_string(),
+            attempts: 3,
+            backoff: BackoffKind::None,
+            base: Duration::ZERO,
+            cap: Duration::ZERO,
+            budget: BudgetKind::None,
+            single_owner: false,
+            deadline_propagation: false,
+            cancellation: false,
+            pushback: false,
+            server_protection: false,
+            herd_spread_s: None,
+        };
+        match name {
+            "naive" => {}
+            "fixed" => {
+                (p.attempts, p.backoff, p.base, p.cap) =
+                    (4, BackoffKind::Constant, ms(100), ms(100))
+            }
+            "exponential" => {
+                (p.attempts, p.backoff, p.base, p.cap) =
+                    (4, BackoffKind::Exponential, ms(100), ms(20_000));
+            }
+            "jitter" | "budget" | "seawall" => {
+                (p.backoff, p.base, p.cap) = (BackoffKind::FullJitter, ms(50), ms(20_000));
+                if name != "jitter" {
+                    p.budget = BudgetKind::Grpc;
+                }
+                if name == "seawall" {
+                    p.single_owner = true;
+                    p.deadline_propagation = true;
+                    p.cancellation = true;
+                    p.pushback = true;
+                    p.server_protection = true;
+                }
+            }
+            _ => return None,
+        }
+        Some(p)
+    }
+
+    /// Applies a scenario's adjustments; `field` prefixes error messages.
+    pub(crate) fn apply(mut self, o: &PolicyOverride, field: &str) -> Result<Self, Error> {
+        let dur = |v: Option<f64>, key: &str, cur: Duration| -> Result<Duration, Error> {
+            match v {
+                None => Ok(cur),
+                Some(x) if x.is_finite() && (0.0..=3_600_000.0).contains(&x) => {
+                    Ok(Duration::from_secs_f64(x / 1000.0))
+                }
+                Some(x) => Err(Error::invalid(format!("{field}.{key}"), "in [0, 3600000] ms", x)),
+            }
+        };
+        if let Some(a) = o.attempts {
+            if !(1..=seawall::policy::MAX_ATTEMPTS).contains(&a) {
+                return Err(Error::invalid(format!("{field}.attempts"), "in [1, 10]", a));
+            }
+            self.attempts = a;
+        }
+        self.backoff = o.backoff.unwrap_or(self.backoff);
+        self.base = dur(o.base_ms, "base_ms", self.base)?;
+        self.cap = dur(o.cap_ms, "cap_ms", self.cap)?;
+        self.budget = o.budget.unwrap_or(self.budget);
+        self.single_owner = o.single_owner.unwrap_or(self.single_owner);
+        self.deadline_propagation = o.deadline_propagation.unwrap_or(self.deadline_propagation);
+        self.cancellation = o.cancellation.unwrap_or(self.cancellation);
+        self.pushback = o.pushback.unwrap_or(self.pushback);
+        self.server_protection = o.server_protection.unwrap_or(self.server_protection);
+        if let Some(s) = o.herd_spread_s {
+            if !(s.is_finite() && (0.0..=86_400.0).contains(&s)) {
+                return Err(Error::invalid(format!("{field}.herd_spread_s"), "in [0, 86400] s", s));
+            }
+            self.herd_spread_s = Some(s);
+        }
+        Ok(self)
+    }
+
+    fn backoff_value(&self) -> Result<Backoff, Error> {
+        let b = match self.backoff {
+            BackoffKind::None => Backoff::new(Jitter::None, Duration::ZERO, Duration::ZERO, 1.0),
+            BackoffKind::Constant => Backoff::constant(self.base),
+            BackoffKind::Exponential => Backoff::new(Jitter::None, self.base, self.cap, 2.0),
+            BackoffKind::FullJitter => Backoff::new(Jitter::Full, self.base, self.cap, 2.0),
+        };
+        b.map_err(|e| Error::config(&self.name, e))
+    }
+
+    /// The real policy of one client layer.
+    ///
+    /// `retries` is false for layers that never retry (a person at the edge); `owner` tells
+    /// whether this is the top retrying layer (the only one allowed to retry when
+    /// `single_owner`). `timeout` is the layer's per-attempt timeout.
+    pub(crate) fn build(
+        &self,
+        retries: bool,
+        owner: bool,
+        timeout: Option<Duration>,
+        seed: u64,
+    ) -> Result<RetryPolicy<AnyBudget>, Error> {
+        let cfg_err = |e| Error::config(&self.name, e);
+        let mut cfg = if !retries || (self.single_owner && !owner) {
+            PolicyConfig::fail_fast()
+        } else {
+            PolicyConfig::default()
+                .with_max_attempts(self.attempts)
+                .map_err(cfg_err)?
+                .with_backoff(self.backoff_value()?)
+        };
+        if let Some(t) = timeout {
+            cfg = cfg.with_per_try_timeout(t).map_err(cfg_err)?;
+        }
+        let budget = match self.budget {
+            BudgetKind::Grpc if retries => AnyBudget::Grpc(GrpcThrottle::default()),
+            _ => AnyBudget::Unlimited(Unlimited),
+        };
+        Ok(RetryPolicy::new(cfg, budget).with_seed(seed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_builds_and_only_seawall_protects() {
+        for name in PRESETS {
+            let p = PolicySpec::preset(name).unwrap();
+            assert_eq!(p.server_protection, name == "seawall", "{name}");
+            let built = p.build(true, true, Some(Duration::from_secs(1)), 1).unwrap();
+            assert!(built.config().max_attempts() >= 3);
+        }
+        assert!(PolicySpec::preset("nope").is_none());
+    }
+
+    #[test]
+    fn seawall_lower_layers_fail_fast() {
+        let p = PolicySpec::preset("seawall").unwrap();
+        let lower = p.build(true, false, None, 1).unwrap();
+        assert_eq!(lower.config().max_attempts(), 1);
+    }
+
+    #[test]
+    fn overrides_are_range_checked() {
+        let p = PolicySpec::preset("naive").unwrap();
+        let bad = PolicyOverride { attempts: Some(11), ..Default::default() };
+        assert!(p.clone().apply(&bad, "policies.naive").is_err());
+        let ok = PolicyOverride { attempts: Some(2), ..Default::default() };
+        assert_eq!(p.apply(&ok, "policies.naive").unwrap().attempts, 2);
+    }
+}

@@ -1,0 +1,89 @@
+//! Running a scenario under several policies and packing the runs into one [`Results`].
+
+use seawall_report::{Fault, Results, Run, Source, summarize};
+
+use crate::engine::{self, EngineStats};
+use crate::error::Error;
+use crate::scenario::{FaultKind, OutageMode, Scenario};
+
+/// Runs `scenario` once per policy name, in order, with the same seed (so the same arrivals).
+///
+/// `progress(policy_index, fraction)` is called about once per simulated second.
+///
+/// ```
+/// use seawall_sim::{Scenario, catalog, simulate};
+/// let e = catalog::get("bronson").unwrap();
+/// let s = Scenario::parse(e.name, e.text, &["duration_s=5".into()]).unwrap();
+/// let r = simulate(&s, &["seawall".into()], 1, &mut |_, _| {}).unwrap();
+/// assert_eq!(r.runs[0].series.t.len(), 5);
+/// ```
+pub fn simulate(
+    scenario: &Scenario,
+    policies: &[String],
+    seed: u64,
+    progress: &mut dyn FnMut(usize, f64),
+) -> Result<Results, Error> {
+    let mut runs = Vec::with_capacity(policies.len());
+    for (i, name) in policies.iter().enumerate() {
+        let (run, _) = run_policy(scenario, name, seed, &mut |f| progress(i, f))?;
+        runs.push(run);
+    }
+    Ok(Results {
+        scenario: scenario.name.clone(),
+        description: scenario.description.clone(),
+        seed,
+        source: Source::Simulation,
+        duration_s: scenario.duration_s,
+        fault: fault(scenario),
+        tiers: scenario.tiers.iter().map(|t| t.name.clone()).collect(),
+        runs,
+    })
+}
+
+/// One policy's run, with the engine's own figures (for benchmarks).
+pub fn run_policy(
+    scenario: &Scenario,
+    policy: &str,
+    seed: u64,
+    progress: &mut dyn FnMut(f64),
+) -> Result<(Run, EngineStats), Error> {
+    let spec = scenario.policy(policy)?;
+    let (series, wasted, stats) = engine::run(scenario, &spec, seed, progress)?;
+    let f = fault(scenario);
+    let sum = summarize(&series, f.as_ref());
+    let edge: f64 = series.edge_rps.iter().sum();
+    let bottom: f64 = series.bottom_attempts_rps.iter().sum();
+    let run = Run {
+        policy: policy.to_string(),
+        recovered: sum.recovered,
+        recovery_s: sum.recovery_s,
+        peak_amplification: sum.peak_amplification,
+        attempts_per_call: if edge > 0.0 { bottom / edge } else { 0.0 },
+        goodput_before: sum.goodput_before,
+        goodput_during: sum.goodput_during,
+        goodput_after: sum.goodput_after,
+        wasted_work: wasted,
+        events: stats.events,
+        series,
+    };
+    Ok((run, stats))
+}
+
+fn fault(s: &Scenario) -> Option<Fault> {
+    let (start_s, end_s) = s.fault_window()?;
+    let words: Vec<String> = s
+        .faults
+        .iter()
+        .map(|f| {
+            let what = match (f.kind, f.mode) {
+                (FaultKind::Outage, OutageMode::Hold) => "outage (requests held)",
+                (FaultKind::Outage, OutageMode::Fail) => "outage (requests fail fast)",
+                (FaultKind::Latency, _) => "latency injection",
+                (FaultKind::Capacity, _) => "capacity loss",
+                (FaultKind::Restart, _) => "restart into cold caches",
+            };
+            format!("{what} of {} for {} s", f.tier, f.duration_s)
+        })
+        .collect();
+    Some(Fault { kind: words.join("; "), start_s, end_s })
+}

@@ -1,0 +1,146 @@
+//! Scenarios: the TOML schema, strict loading with `--set` overrides, and validation.
+
+mod overrides;
+mod schema;
+mod validate;
+
+pub use schema::*;
+
+use crate::error::Error;
+use crate::policy::{PRESETS, PolicySpec};
+
+impl Scenario {
+    /// Parses `text` (named `file` in errors), applies `--set KEY=VALUE` overrides in order, and
+    /// validates the result.
+    ///
+    /// ```
+    /// let s = seawall_sim::Scenario::parse(
+    ///     "x.toml",
+    ///     seawall_sim::catalog::get("bronson").unwrap().text,
+    ///     &["edge.rate=140".to_string()],
+    /// ).unwrap();
+    /// assert_eq!(s.edge.rate, 140.0);
+    /// ```
+    pub fn parse(file: &str, text: &str, sets: &[String]) -> Result<Scenario, Error> {
+        let scenario: Scenario = toml::from_str(text).map_err(|e| parse_error(file, text, &e))?;
+        let scenario = if sets.is_empty() {
+            scenario
+        } else {
+            let mut table: toml::Table =
+                toml::from_str(text).map_err(|e| parse_error(file, text, &e))?;
+            for s in sets {
+                overrides::apply(&mut table, s)?;
+            }
+            toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| Error::Override {
+                given: sets.join(" "),
+                message: e.message().to_string(),
+            })?
+        };
+        validate::check(&scenario).map_err(|e| e.in_file(file))?;
+        for (name, o) in &scenario.policies {
+            scenario.resolve_one(name, o).map_err(|e| e.in_file(file))?;
+        }
+        Ok(scenario)
+    }
+
+    /// Names of the policies this scenario can run: the presets, then its own.
+    pub fn policy_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = PRESETS.iter().map(|s| s.to_string()).collect();
+        for k in self.policies.keys() {
+            if !v.contains(k) {
+                v.push(k.clone());
+            }
+        }
+        v
+    }
+
+    fn resolve_one(&self, name: &str, o: &PolicyOverride) -> Result<PolicySpec, Error> {
+        let base = o.base.as_deref().unwrap_or(name);
+        let mut spec = PolicySpec::preset(base).ok_or_else(|| {
+            Error::invalid(format!("policies.{name}.base"), format!("one of {PRESETS:?}"), base)
+        })?;
+        spec.name = name.to_string();
+        spec.apply(o, &format!("policies.{name}"))
+    }
+
+    /// The policy called `name`: the scenario's own definition (over its base preset) if it has
+    /// one, else the preset.
+    pub fn policy(&self, name: &str) -> Result<PolicySpec, Error> {
+        match self.policies.get(name) {
+            Some(o) => self.resolve_one(name, o),
+            None => PolicySpec::preset(name).ok_or_else(|| Error::UnknownPolicy {
+                name: name.into(),
+                known: self.policy_names(),
+            }),
+        }
+    }
+
+    /// The fault window shown in reports: from the first fault's start to the last one's end.
+    pub fn fault_window(&self) -> Option<(f64, f64)> {
+        let start = self.faults.iter().map(|f| f.start_s).reduce(f64::min)?;
+        let end = self.faults.iter().map(|f| f.start_s + f.duration_s).reduce(f64::max)?;
+        Some((start, end))
+    }
+}
+
+fn parse_error(file: &str, text: &str, e: &toml::de::Error) -> Error {
+    let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+    Error::Parse { file: file.to_string(), line, message: e.message().trim().to_string() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINI: &str = r#"
+name = "mini"
+description = "d"
+duration_s = 10
+[edge]
+rate = 10
+deadline_ms = 1000
+[[tier]]
+name = "db"
+workers = 2
+service = { mean_ms = 5 }
+"#;
+
+    #[test]
+    fn a_minimal_file_loads() {
+        let s = Scenario::parse("m.toml", MINI, &[]).unwrap();
+        assert_eq!(s.tiers.len(), 1);
+        assert_eq!(s.default_policies, ["naive", "seawall"]);
+    }
+
+    #[test]
+    fn unknown_fields_name_file_and_line() {
+        let bad = MINI.replace("workers = 2", "wrokers = 2");
+        let e = Scenario::parse("m.toml", &bad, &[]).unwrap_err();
+        let Error::Parse { file, line, message } = &e else { panic!("{e}") };
+        assert_eq!((file.as_str(), *line), ("m.toml", Some(10)));
+        assert!(message.contains("wrokers"), "{message}");
+    }
+
+    #[test]
+    fn out_of_range_values_are_refused() {
+        let bad = MINI.replace("rate = 10", "rate = -1");
+        let e = Scenario::parse("m.toml", &bad, &[]).unwrap_err().to_string();
+        assert!(e.contains("m.toml: edge.rate"), "{e}");
+    }
+
+    #[test]
+    fn sets_are_validated_like_the_file() {
+        let s = Scenario::parse("m.toml", MINI, &["tier.db.workers=7".into()]).unwrap();
+        assert_eq!(s.tiers[0].workers, 7);
+        assert!(Scenario::parse("m.toml", MINI, &["edge.rtae=1".into()]).is_err());
+        assert!(Scenario::parse("m.toml", MINI, &["edge.rate=fast".into()]).is_err());
+        assert!(Scenario::parse("m.toml", MINI, &["edge.rate=-5".into()]).is_err());
+    }
+
+    #[test]
+    fn unknown_policy_lists_the_known_ones() {
+        let s = Scenario::parse("m.toml", MINI, &[]).unwrap();
+        let e = s.policy("nope").unwrap_err().to_string();
+        assert!(e.contains("seawall"), "{e}");
+    }
+}

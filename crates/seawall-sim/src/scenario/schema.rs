@@ -1,0 +1,289 @@
+//! The TOML schema of a scenario file, field by field (see `SCENARIOS.md` for a guide).
+//!
+//! Every table denies unknown fields, so a typo is an error with its line, not a silent default.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// A whole scenario file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Short name (`bronson`); used for the default output folder.
+    pub name: String,
+    /// One line on what the scenario shows.
+    pub description: String,
+    /// Simulated seconds of edge traffic (the run then drains for one edge deadline).
+    pub duration_s: f64,
+    /// Policies run when the command names none, in order (e.g. the seed's "before" and
+    /// `seawall`).
+    #[serde(default = "default_pair")]
+    pub default_policies: Vec<String>,
+    /// Edge traffic.
+    pub edge: Edge,
+    /// The tiers, top (edge side) first; the last one is the bottom (the database).
+    #[serde(rename = "tier")]
+    pub tiers: Vec<Tier>,
+    /// Faults injected into tiers.
+    #[serde(default, rename = "fault")]
+    pub faults: Vec<FaultSpec>,
+    /// Policies defined or adjusted by this scenario, by name.
+    #[serde(default)]
+    pub policies: BTreeMap<String, PolicyOverride>,
+}
+
+fn default_pair() -> Vec<String> {
+    vec!["naive".into(), "seawall".into()]
+}
+
+/// Open-loop edge traffic and the edge client (the user or the mobile app).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Edge {
+    /// Steady Poisson arrival rate, requests per second.
+    #[serde(default)]
+    pub rate: f64,
+    /// Changes of the steady rate: linear ramps between points (`{ at_s, rate }`).
+    #[serde(default)]
+    pub ramp: Vec<RatePoint>,
+    /// Extra traffic added for a window (a spike that is not a storm).
+    #[serde(default)]
+    pub spike: Vec<Spike>,
+    /// Herds: many clients arriving at once or over a window.
+    #[serde(default)]
+    pub herd: Vec<Herd>,
+    /// Deadline of each logical request at the edge, milliseconds.
+    pub deadline_ms: f64,
+    /// Whether retry presets apply to the edge client (a mobile app that retries) or it makes a
+    /// single attempt (a person).
+    #[serde(default)]
+    pub retries: bool,
+    /// Per-attempt timeout of the edge client, milliseconds (default: the deadline).
+    #[serde(default)]
+    pub timeout_ms: Option<f64>,
+    /// Users who retry by hand after a failure.
+    #[serde(default)]
+    pub refresh: Option<Refresh>,
+}
+
+/// A point of the steady rate's piecewise-linear profile.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RatePoint {
+    /// Seconds from the start.
+    pub at_s: f64,
+    /// Rate at that point, requests per second.
+    pub rate: f64,
+}
+
+/// Extra arrivals at a constant rate within a window.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spike {
+    /// Start, seconds.
+    pub start_s: f64,
+    /// End, seconds.
+    pub end_s: f64,
+    /// Extra requests per second.
+    pub rate: f64,
+}
+
+/// N clients arriving together (spread 0) or uniformly over a window.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Herd {
+    /// When the first client arrives, seconds.
+    pub at_s: f64,
+    /// How many clients.
+    pub clients: u64,
+    /// Window over which they arrive, seconds (0 = all at once). A policy's `herd_spread_s`
+    /// replaces it (the clients' reconnect jitter).
+    #[serde(default)]
+    pub spread_s: f64,
+}
+
+/// Users who try again by hand after a failed or late answer (the tatkal rush).
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Refresh {
+    /// Probability that a failed user tries again.
+    pub probability: f64,
+    /// Delay before trying again, milliseconds.
+    pub delay_ms: f64,
+    /// Most refreshes per user.
+    #[serde(default = "one")]
+    pub max: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// One tier: a server, and (unless it is the bottom) a client of the next tier.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tier {
+    /// Name (`db`).
+    pub name: String,
+    /// Concurrent requests served; 0 means unlimited (a pure proxy).
+    #[serde(default)]
+    pub workers: u32,
+    /// Queue bound; arrivals beyond it are rejected at once.
+    #[serde(default = "default_queue_limit")]
+    pub queue_limit: u32,
+    /// Local service time.
+    #[serde(default)]
+    pub service: Service,
+    /// Slowdown above a load threshold (Bronson et al.: ~10× above 300 QPS).
+    #[serde(default)]
+    pub degrade: Option<Degrade>,
+    /// Per-attempt timeout of this tier's client of the next tier, milliseconds.
+    #[serde(default)]
+    pub timeout_ms: Option<f64>,
+    /// Whether retry presets apply to this tier's client (false: always one attempt).
+    #[serde(default = "yes")]
+    pub retries: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// 10,000 queued requests: large enough never to bind in the seeds' healthy states.
+fn default_queue_limit() -> u32 {
+    10_000
+}
+
+/// A service-time distribution.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Service {
+    /// Exponential with this mean, milliseconds (used when `p50_ms` is absent).
+    #[serde(default)]
+    pub mean_ms: f64,
+    /// Log-normal median, milliseconds (with `p99_ms`).
+    #[serde(default)]
+    pub p50_ms: Option<f64>,
+    /// Log-normal 99th percentile, milliseconds.
+    #[serde(default)]
+    pub p99_ms: Option<f64>,
+}
+
+/// Service slows by `factor` while the arrival rate over the last second exceeds `above_rps`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Degrade {
+    /// Load threshold, arrivals per second.
+    pub above_rps: f64,
+    /// Slowdown factor.
+    pub factor: f64,
+}
+
+/// What kind of fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// Requests are held (no service starts) or fail at once, for the window.
+    Outage,
+    /// The service time becomes a log-normal with `p50_ms` / `p99_ms` for the window.
+    Latency,
+    /// Only `capacity` of the workers serve (a GC pause when near 0).
+    Capacity,
+    /// At `start_s` the server restarts: queued and running work fails; then caches are cold.
+    Restart,
+}
+
+/// How an outage treats requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutageMode {
+    /// Requests queue but nothing is served (a hung dependency).
+    #[default]
+    Hold,
+    /// Every request fails at once (a database failing fast).
+    Fail,
+}
+
+/// One fault.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultSpec {
+    /// The kind.
+    pub kind: FaultKind,
+    /// The tier it hits, by name.
+    pub tier: String,
+    /// Start, seconds.
+    pub start_s: f64,
+    /// Length, seconds (for a restart: how long caches stay cold).
+    pub duration_s: f64,
+    /// Outage: hold or fail.
+    #[serde(default)]
+    pub mode: OutageMode,
+    /// Latency: median, milliseconds.
+    #[serde(default)]
+    pub p50_ms: Option<f64>,
+    /// Latency: 99th percentile, milliseconds.
+    #[serde(default)]
+    pub p99_ms: Option<f64>,
+    /// Capacity: fraction of workers left, in [0, 1].
+    #[serde(default)]
+    pub capacity: Option<f64>,
+    /// Restart: service-time factor while cold.
+    #[serde(default)]
+    pub cold_factor: Option<f64>,
+}
+
+/// Backoff shape of a policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BackoffKind {
+    /// Retry at once.
+    None,
+    /// A flat `base_ms`.
+    Constant,
+    /// `base_ms · 2^(retry-1)`, capped, no jitter.
+    Exponential,
+    /// Full jitter under the exponential ceiling.
+    FullJitter,
+}
+
+/// Budget of a policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BudgetKind {
+    /// Unlimited retries within the attempt cap.
+    None,
+    /// gRFC A6 token bucket (`seawall::budget::GrpcThrottle`).
+    Grpc,
+}
+
+/// A scenario's policy: every field optional, applied over `base` (a preset).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyOverride {
+    /// The preset to start from (default: the preset of the same name).
+    pub base: Option<String>,
+    /// Attempts per call including the first.
+    pub attempts: Option<u32>,
+    /// Backoff shape.
+    pub backoff: Option<BackoffKind>,
+    /// Backoff base, milliseconds.
+    pub base_ms: Option<f64>,
+    /// Backoff cap, milliseconds.
+    pub cap_ms: Option<f64>,
+    /// Retry budget.
+    pub budget: Option<BudgetKind>,
+    /// Only the top retrying layer retries; the others fail fast.
+    pub single_owner: Option<bool>,
+    /// Lower tiers receive the edge deadline.
+    pub deadline_propagation: Option<bool>,
+    /// A timed-out attempt is cancelled downstream.
+    pub cancellation: Option<bool>,
+    /// Give-ups are passed upward as "overloaded; don't retry".
+    pub pushback: Option<bool>,
+    /// Servers serve first attempts first, shed retries when the queue is long, drop doomed work.
+    pub server_protection: Option<bool>,
+    /// Replaces every herd's spread (the clients' reconnect jitter), seconds.
+    pub herd_spread_s: Option<f64>,
+}

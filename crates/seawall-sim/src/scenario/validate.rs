@@ -1,0 +1,125 @@
+//! Range and consistency checks of a parsed scenario, so the engine never sees a NaN rate or a
+//! fault on a tier that does not exist.
+
+use super::schema::{FaultKind, Scenario, Service};
+use crate::error::Error;
+
+fn num(field: &str, v: f64, lo: f64, hi: f64) -> Result<(), Error> {
+    if v.is_finite() && v >= lo && v <= hi {
+        Ok(())
+    } else {
+        Err(Error::invalid(field, format!("a number in [{lo}, {hi}]"), v))
+    }
+}
+
+fn service(field: &str, s: &Service) -> Result<(), Error> {
+    num(&format!("{field}.mean_ms"), s.mean_ms, 0.0, 3_600_000.0)?;
+    match (s.p50_ms, s.p99_ms) {
+        (None, None) => Ok(()),
+        (Some(p50), Some(p99)) => {
+            num(&format!("{field}.p50_ms"), p50, 0.001, 3_600_000.0)?;
+            num(&format!("{field}.p99_ms"), p99, p50, 3_600_000.0)
+        }
+        _ => Err(Error::invalid(field, "both p50_ms and p99_ms, or neither", "only one")),
+    }
+}
+
+/// Checks every number and name; the first problem is returned.
+pub(super) fn check(s: &Scenario) -> Result<(), Error> {
+    num("duration_s", s.duration_s, 1.0, 86_400.0)?;
+    let e = &s.edge;
+    num("edge.rate", e.rate, 0.0, 10_000_000.0)?;
+    num("edge.deadline_ms", e.deadline_ms, 1.0, 3_600_000.0)?;
+    if let Some(t) = e.timeout_ms {
+        num("edge.timeout_ms", t, 1.0, 3_600_000.0)?;
+    }
+    for (i, p) in e.ramp.iter().enumerate() {
+        num(&format!("edge.ramp[{i}].at_s"), p.at_s, 0.0, s.duration_s)?;
+        num(&format!("edge.ramp[{i}].rate"), p.rate, 0.0, 10_000_000.0)?;
+        if i > 0 && p.at_s < e.ramp[i - 1].at_s {
+            return Err(Error::invalid(format!("edge.ramp[{i}].at_s"), "increasing times", p.at_s));
+        }
+    }
+    for (i, p) in e.spike.iter().enumerate() {
+        num(&format!("edge.spike[{i}].start_s"), p.start_s, 0.0, s.duration_s)?;
+        num(&format!("edge.spike[{i}].end_s"), p.end_s, p.start_s, s.duration_s)?;
+        num(&format!("edge.spike[{i}].rate"), p.rate, 0.0, 10_000_000.0)?;
+    }
+    for (i, h) in e.herd.iter().enumerate() {
+        num(&format!("edge.herd[{i}].at_s"), h.at_s, 0.0, s.duration_s)?;
+        num(&format!("edge.herd[{i}].spread_s"), h.spread_s, 0.0, 86_400.0)?;
+        if h.clients > 100_000_000 {
+            return Err(Error::invalid(
+                format!("edge.herd[{i}].clients"),
+                "at most 1e8",
+                h.clients,
+            ));
+        }
+    }
+    if let Some(r) = &e.refresh {
+        num("edge.refresh.probability", r.probability, 0.0, 1.0)?;
+        num("edge.refresh.delay_ms", r.delay_ms, 0.0, 3_600_000.0)?;
+        num("edge.refresh.max", f64::from(r.max), 0.0, 100.0)?;
+    }
+    if s.tiers.is_empty() || s.tiers.len() > 16 {
+        return Err(Error::invalid("tier", "1 to 16 [[tier]] tables", s.tiers.len()));
+    }
+    for (i, t) in s.tiers.iter().enumerate() {
+        let f = format!("tier[{i}] ({})", t.name);
+        if s.tiers[..i].iter().any(|o| o.name == t.name) {
+            return Err(Error::invalid(format!("{f}.name"), "a unique tier name", &t.name));
+        }
+        num(&format!("{f}.workers"), f64::from(t.workers), 0.0, 1_000_000.0)?;
+        num(&format!("{f}.queue_limit"), f64::from(t.queue_limit), 0.0, 100_000_000.0)?;
+        service(&format!("{f}.service"), &t.service)?;
+        if let Some(d) = &t.degrade {
+            num(&format!("{f}.degrade.above_rps"), d.above_rps, 0.0, 1e9)?;
+            num(&format!("{f}.degrade.factor"), d.factor, 1.0, 1000.0)?;
+        }
+        let bottom = i + 1 == s.tiers.len();
+        match t.timeout_ms {
+            Some(_) if bottom => {
+                return Err(Error::invalid(
+                    format!("{f}.timeout_ms"),
+                    "no client timeout on the bottom tier (it calls nothing)",
+                    "a timeout",
+                ));
+            }
+            Some(v) => num(&format!("{f}.timeout_ms"), v, 1.0, 3_600_000.0)?,
+            None => {}
+        }
+    }
+    for (i, fs) in s.faults.iter().enumerate() {
+        let f = format!("fault[{i}]");
+        if !s.tiers.iter().any(|t| t.name == fs.tier) {
+            let names: Vec<&str> = s.tiers.iter().map(|t| t.name.as_str()).collect();
+            return Err(Error::invalid(format!("{f}.tier"), format!("one of {names:?}"), &fs.tier));
+        }
+        // A fault after the end is allowed (a shortened `--duration`); it simply never fires.
+        num(&format!("{f}.start_s"), fs.start_s, 0.0, 86_400.0)?;
+        num(&format!("{f}.duration_s"), fs.duration_s, 0.0, 86_400.0)?;
+        let need = |what: &str, v: Option<f64>, lo: f64, hi: f64| match v {
+            Some(x) => num(&format!("{f}.{what}"), x, lo, hi),
+            None => Err(Error::invalid(
+                format!("{f}.{what}"),
+                format!("set for a {:?} fault", fs.kind),
+                "nothing",
+            )),
+        };
+        match fs.kind {
+            FaultKind::Outage => {}
+            FaultKind::Latency => {
+                need("p50_ms", fs.p50_ms, 0.001, 3_600_000.0)?;
+                need("p99_ms", fs.p99_ms, fs.p50_ms.unwrap_or(0.0), 3_600_000.0)?;
+            }
+            FaultKind::Capacity => need("capacity", fs.capacity, 0.0, 1.0)?,
+            FaultKind::Restart => need("cold_factor", fs.cold_factor, 1.0, 1000.0)?,
+        }
+    }
+    for p in &s.default_policies {
+        if !s.policy_names().contains(p) {
+            return Err(Error::invalid("default_policies", "preset or [policies.*] names", p));
+        }
+    }
+    Ok(())
+}
