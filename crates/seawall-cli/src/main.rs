@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod audit;
+mod detect;
 mod lab;
 mod simulate;
 
@@ -26,6 +27,8 @@ enum Command {
     Simulate(simulate::Args),
     /// Audit a call graph's retry settings: worst-case amplification and findings.
     Audit(audit::Args),
+    /// Tell a retry storm from a traffic spike, from a recorded series or live metrics.
+    Detect(detect::Args),
     /// Load-test the recovery: real tiers on loopback, an injected fault, before and after.
     Lab(lab::Args),
     /// One tier of a lab stack (started by `seawall lab`; not for direct use).
@@ -38,6 +41,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Simulate(args) => simulate::run(args),
         Command::Audit(args) => audit::run(args),
+        Command::Detect(args) => detect::run(args),
         Command::Lab(args) => lab::run(args),
         Command::LabNode(args) => lab::run_node(args),
     };

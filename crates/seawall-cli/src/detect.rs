@@ -1,0 +1,108 @@
+//! `seawall detect`: a verdict per interval — healthy, traffic spike, retry storm, metastable.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use seawall_detect::{Classifier, Thresholds, Verdict, VerdictKind};
+
+/// Arguments of `seawall detect`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Classify a recorded series: a results.json from `seawall simulate` / `seawall lab`, or a
+    /// CSV with the header `t,edge_rps,goodput_rps,dependency_rps[,queue_age_s,refusals_rps]`.
+    #[arg(long, value_name = "FILE")]
+    replay: PathBuf,
+    /// Which run of a results.json to classify (default: every run, one after another).
+    #[arg(long, value_name = "NAME")]
+    policy: Option<String>,
+    /// Print one JSON verdict per interval (JSON Lines) instead of the timeline.
+    #[arg(long)]
+    json: bool,
+    /// Ignore the fault window recorded in results.json (judge as if live, without knowing when
+    /// the trigger ended).
+    #[arg(long)]
+    blind: bool,
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let text = std::fs::read_to_string(&args.replay)
+        .with_context(|| format!("cannot read {}", args.replay.display()))?;
+    let mut runs: Vec<(String, Vec<seawall_detect::Sample>, Option<f64>)> = Vec::new();
+    if text.trim_start().starts_with('{') {
+        let results: seawall_report::Results = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a seawall results.json", args.replay.display()))?;
+        let trigger_end = results.fault.as_ref().map(|f| f.end_s).filter(|_| !args.blind);
+        let chosen: Vec<&seawall_report::Run> = match &args.policy {
+            Some(_) => vec![seawall_detect::replay(&results, args.policy.as_deref())?],
+            None => results.runs.iter().collect(),
+        };
+        for r in chosen {
+            runs.push((r.policy.clone(), seawall_detect::samples_from_run(r), trigger_end));
+        }
+    } else {
+        let samples = seawall_detect::samples_from_csv(&text)
+            .with_context(|| format!("in {}", args.replay.display()))?;
+        runs.push((args.replay.display().to_string(), samples, None));
+    }
+    let mut stdout = String::new();
+    for (name, samples, trigger_end) in runs {
+        let mut c = Classifier::new(Thresholds::default());
+        if let Some(t) = trigger_end {
+            c.set_trigger_end(t);
+        }
+        let verdicts: Vec<Verdict> = samples.into_iter().map(|s| c.push(s)).collect();
+        if args.json {
+            for v in &verdicts {
+                let mut line = serde_json::json!({ "run": name });
+                let obj = line.as_object_mut().expect("object");
+                if let serde_json::Value::Object(m) = serde_json::to_value(v)? {
+                    obj.extend(m);
+                }
+                stdout.push_str(&serde_json::to_string(&line)?);
+                stdout.push('\n');
+            }
+        } else {
+            stdout.push_str(&timeline(&name, &verdicts));
+        }
+    }
+    print!("{stdout}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The timeline: one line per change of verdict, with its evidence, then the worst verdict.
+fn timeline(name: &str, verdicts: &[Verdict]) -> String {
+    let mut out = format!("== {name}\n");
+    let mut last = None;
+    for v in verdicts {
+        if last == Some(v.verdict) {
+            continue;
+        }
+        last = Some(v.verdict);
+        out.push_str(&format!(
+            "t={:>6.0}s  {:<14} edge {:>7.1} rps ({:.2}× baseline)  attempts/call {:>5.2}  goodput {:>3.0} %\n",
+            v.t,
+            v.verdict.as_str(),
+            v.edge_rps,
+            v.edge_vs_baseline,
+            v.attempts_per_call,
+            100.0 * v.goodput
+        ));
+        for e in &v.evidence {
+            out.push_str(&format!("           · {e}\n"));
+        }
+    }
+    let rank = |k: VerdictKind| match k {
+        VerdictKind::Metastable => 5,
+        VerdictKind::RetryStorm => 4,
+        VerdictKind::TrafficSpike => 3,
+        VerdictKind::Degraded => 2,
+        VerdictKind::Recovering => 1,
+        _ => 0,
+    };
+    let worst = verdicts.iter().rev().max_by_key(|v| rank(v.verdict));
+    if let Some(w) = worst {
+        out.push_str(&format!("worst: {} at t={:.0}s\n", w.verdict.as_str(), w.t));
+    }
+    out
+}
