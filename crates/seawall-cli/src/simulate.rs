@@ -1,11 +1,120 @@
-//! `seawall simulate` (being built; see its issue).
+//! `seawall simulate`: run a scenario under several retry policies, side by side.
 
+use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use seawall_sim::{PolicySpec, catalog, policy::PRESETS};
 
 /// Arguments of `seawall simulate`.
 #[derive(Debug, clap::Args)]
-pub(crate) struct Args {}
+pub(crate) struct Args {
+    /// A catalog scenario (see --list) or a scenario TOML file.
+    #[arg(default_value = catalog::DEFAULT)]
+    scenario: String,
+    /// Run under this policy; repeat to compare side by side [default: the scenario's pair].
+    #[arg(long = "policy", value_name = "NAME")]
+    policies: Vec<String>,
+    /// Seed of the run: the same seed gives byte-identical results.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Simulated seconds (overrides the scenario's duration_s).
+    #[arg(long, value_name = "S")]
+    duration: Option<f64>,
+    /// Override a scenario field by dotted path, e.g. --set edge.rate=140 (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+    /// Folder for results.json and report.html [default: out/SCENARIO].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Print results.json to stdout instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// List the catalog and the policy presets, then exit.
+    #[arg(long)]
+    list: bool,
+}
 
-pub(crate) fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`seawall simulate` is not built yet")
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.list {
+        print!("{}", list()?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut sets = args.sets.clone();
+    if let Some(d) = args.duration {
+        sets.push(format!("duration_s={d}"));
+    }
+    let scenario = seawall_sim::load(&args.scenario, &sets)?;
+    let policies =
+        if args.policies.is_empty() { scenario.default_policies.clone() } else { args.policies };
+    for p in &policies {
+        scenario.policy(p)?;
+    }
+
+    let bar = progress_bar(policies.len());
+    let mut on_progress = |i: usize, f: f64| bar.set_position(((i as f64 + f) * 100.0) as u64);
+    let results = seawall_sim::simulate(&scenario, &policies, args.seed, &mut on_progress)?;
+    bar.finish_and_clear();
+
+    let out = args.out.unwrap_or_else(|| PathBuf::from("out").join(&scenario.name));
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let json = results.to_json();
+    let json_path = out.join("results.json");
+    std::fs::write(&json_path, &json)
+        .with_context(|| format!("writing {}", json_path.display()))?;
+    let html_path = out.join("report.html");
+    std::fs::write(&html_path, seawall_report::render_html(&results))
+        .with_context(|| format!("writing {}", html_path.display()))?;
+
+    if args.json {
+        print!("{json}");
+    } else {
+        print!("{}", seawall_report::render_table(&results));
+        println!("wrote {} and {}", json_path.display(), html_path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A bar over all runs (100 steps each), drawn only on a terminal.
+fn progress_bar(runs: usize) -> ProgressBar {
+    let bar = ProgressBar::new(runs as u64 * 100);
+    if std::io::stderr().is_terminal() {
+        bar.set_draw_target(ProgressDrawTarget::stderr());
+        if let Ok(style) = ProgressStyle::with_template("simulating {bar:40} {percent:>3}%") {
+            bar.set_style(style);
+        }
+    } else {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    bar
+}
+
+fn list() -> anyhow::Result<String> {
+    let mut s = String::from("scenarios (default first):\n");
+    for e in catalog::CATALOG {
+        let sc = seawall_sim::Scenario::parse(e.name, e.text, &[])?;
+        s.push_str(&format!(
+            "  {:<16} {}\n  {:<16} policies: {}\n",
+            e.name,
+            sc.description,
+            "",
+            sc.default_policies.join(" vs ")
+        ));
+    }
+    s.push_str("\npolicy presets:\n");
+    for p in PRESETS {
+        let spec = PolicySpec::preset(p).context("preset")?;
+        s.push_str(&format!(
+            "  {:<12} {} attempts, {:?} backoff from {:?}, budget {:?}{}\n",
+            p,
+            spec.attempts,
+            spec.backoff,
+            spec.base,
+            spec.budget,
+            if spec.single_owner { ", one owner layer, deadlines, shedding" } else { "" }
+        ));
+    }
+    Ok(s)
 }
