@@ -159,3 +159,17 @@ fn comparison_keeps_unmatched_runs() {
     // naive+other (by position? no: "other" is unclaimed at index 0), seawall+extra, in order.
     assert_eq!(count(&html, r#"class="colhead"#), 4);
 }
+
+#[test]
+fn verdicts_in_plain_words() {
+    let mut r = results();
+    r.runs[1].recovery_s = Some(0.0);
+    let html = render_html(&r);
+    assert!(html.contains("recovered as soon as the fault ended"));
+    r.fault = None;
+    r.runs[0].recovered = false;
+    let html = render_html(&r);
+    assert!(html.contains("degraded — goodput 99\u{a0}%"), "no fault: judged on the whole run");
+    assert!(html.contains("healthy — goodput"));
+    assert!(html.contains("none injected"));
+}

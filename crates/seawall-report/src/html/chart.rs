@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::svg::{self, Line, Plot, Style, Unit};
-use super::{Col, esc, style};
+use super::{Col, esc, style, text};
 
 /// Above this many points a line is thinned to the minimum and maximum of each bucket, so spikes
 /// survive and a day-long run still makes a page a browser opens quickly.
@@ -18,7 +18,8 @@ struct Spec {
     why: &'static str,
     unit: Unit,
     lines: fn(&Col<'_>) -> Vec<Line>,
-    /// The y-axis reaches at least this far (so 1× amplification is always on the chart).
+    /// The y-axis reaches at least this far (so 1× amplification sits mid-chart, not on its
+    /// top edge).
     min_top: f64,
     /// A dashed horizontal reference line.
     reference: Option<f64>,
@@ -55,7 +56,7 @@ const SPECS: [Spec; 6] = [
         why: "1× (dotted) is one attempt per request; 27× is three layers each trying three times.",
         unit: Unit::Times,
         lines: amplification_lines,
-        min_top: 1.0,
+        min_top: 2.0,
         reference: Some(1.0),
         mark_recovery: false,
     },
@@ -121,9 +122,8 @@ pub(super) fn rows(cols: &[Col<'_>], x_max: f64) -> String {
         );
         for (col, lines) in cols.iter().zip(&lines) {
             let mark = col.fault.zip(col.run.recovery_s).filter(|_| spec.mark_recovery);
-            let mark = mark
-                .filter(|_| col.run.recovered)
-                .map(|(f, r)| (f.end_s + r, format!("recovered +{}", crate::table::secs(r))));
+            let mark =
+                mark.filter(|_| col.run.recovered).map(|(f, r)| (f.end_s + r, text::mark(r)));
             let plot = Plot {
                 size,
                 x_max,
@@ -236,6 +236,8 @@ fn load_lines(c: &Col<'_>) -> Vec<Line> {
 fn tier_lines(c: &Col<'_>) -> Vec<Line> {
     let tiers = &c.run.series.tier_attempts_rps;
     let n = tiers.len();
+    // The bottom tier is drawn thickest and (listed last) under the others, so thinner upper
+    // tiers carrying the same traffic (no amplification) stay visible on top of it.
     tiers
         .iter()
         .enumerate()

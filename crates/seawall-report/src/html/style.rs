@@ -73,7 +73,8 @@ svg .ref { stroke: #555; stroke-width: 1; stroke-dasharray: 2 3; }
 svg .mark { stroke: var(--good); stroke-width: 1.5; stroke-dasharray: 4 2; }
 svg text { font: 10px system-ui, sans-serif; fill: var(--muted); }
 svg .yt { text-anchor: end; } svg .xt { text-anchor: middle; }
-svg .mk { fill: var(--good); font-weight: 700; }
+svg .mk { fill: var(--good); font-weight: 700; paint-order: stroke; stroke: #fff;
+  stroke-width: 3px; stroke-linejoin: round; }
 .band-key { display: inline-block; width: 22px; height: 12px; background: rgba(213,94,0,.18); }
 table { border-collapse: collapse; margin: 8px 0 0; font-variant-numeric: tabular-nums; }
 th, td { padding: 5px 12px; border-bottom: 1px solid var(--rule); text-align: right; }

@@ -196,7 +196,9 @@ pub(super) fn render(p: &Plot<'_>) -> String {
             w - RIGHT
         );
     }
-    for line in p.lines {
+    // The first line listed is drawn last, on top: where two lines coincide, the one the legend
+    // names first is the one seen.
+    for line in p.lines.iter().rev() {
         draw_line(&mut s, line, (x_max, p.y_max), p.size);
     }
     if let Some((t, label)) = p.mark.as_ref().filter(|(t, _)| t.is_finite()) {

@@ -59,6 +59,7 @@ pub(super) fn verdict(col: &Col<'_>) -> (bool, String) {
     let after = nb(table::pct(run.goodput_after));
     match (col.fault, run.recovered) {
         (Some(_), true) => match run.recovery_s.filter(|s| s.is_finite()) {
+            Some(s) if s < 0.05 => (true, "recovered as soon as the fault ended".into()),
             Some(s) => (true, format!("recovered {} after the fault", nb(table::secs(s)))),
             None => (true, "recovered after the fault".into()),
         },
@@ -70,6 +71,15 @@ pub(super) fn verdict(col: &Col<'_>) -> (bool, String) {
         (None, false) => {
             (false, format!("degraded — goodput {}", nb(table::pct(run.goodput_before))))
         }
+    }
+}
+
+/// The label of the recovery mark on the goodput chart.
+pub(super) fn mark(recovery_s: f64) -> String {
+    if recovery_s < 0.05 {
+        "recovered".into()
+    } else {
+        format!("recovered +{}", table::secs(recovery_s))
     }
 }
 
