@@ -32,6 +32,8 @@ fn one_column_per_policy_with_its_verdict() {
     assert!(html.contains("<dd>9.0×</dd>"));
     assert!(html.contains("<dd>1.1×</dd>"));
     assert!(html.contains("<dd>62\u{a0}%</dd>"));
+    assert!(html.contains("db took 9.0× the edge&#39;s requests at the peak"));
+    assert!(html.contains("db took at most 1.1× the edge&#39;s requests"));
     let naive = html.find("<h2>naive").unwrap();
     let seawall = html.find("<h2>seawall").unwrap();
     assert!(naive < seawall, "columns keep the order of the runs");

@@ -50,6 +50,8 @@ h1 { font-size: 28px; margin: 0 0 4px; }
 .colhead .tag { font-size: 13px; font-weight: 600; color: var(--muted); margin-left: 6px;
   text-transform: uppercase; letter-spacing: .05em; }
 .verdict { font-size: 20px; font-weight: 700; margin: 4px 0 10px; line-height: 1.25; }
+.sub { margin: -6px 0 10px; color: var(--muted); font-size: 15px; }
+.sub.warn { color: var(--bad); font-weight: 600; }
 .bad .verdict { color: var(--bad); } .good .verdict { color: var(--good); }
 .stats { display: grid; grid-template-columns: repeat(4, minmax(0, 1fr)); gap: 8px;
   margin: 0; }

@@ -95,12 +95,14 @@ pub(super) fn column_head(col: &Col<'_>) -> String {
     let tag =
         col.tag.map(|t| format!(r#"<span class="tag">{}</span>"#, esc(t))).unwrap_or_default();
     let mut s = format!(
-        r#"<div class="colhead {}"><h2>{}{tag}</h2><p class="verdict">{} {}</p><dl class="stats">"#,
+        r#"<div class="colhead {}"><h2>{}{tag}</h2><p class="verdict">{} {}</p>"#,
         if good { "good" } else { "bad" },
         esc(&col.title),
         if good { "✓" } else { "✗" },
         esc(&words)
     );
+    s.push_str(&amplification_line(col));
+    s.push_str(r#"<dl class="stats">"#);
     let during = if col.fault.is_some() { table::pct(run.goodput_during) } else { "—".into() };
     for (k, v) in [
         ("peak amplification", table::times(run.peak_amplification)),
@@ -112,6 +114,23 @@ pub(super) fn column_head(col: &Col<'_>) -> String {
     }
     s.push_str("</dl></div>");
     s
+}
+
+/// The second headline: how many times the edge's traffic reached the bottom tier. A run can
+/// recover and still have hit its database with 27 attempts per request while the fault lasted.
+fn amplification_line(col: &Col<'_>) -> String {
+    let amp = col.run.peak_amplification;
+    if !amp.is_finite() {
+        return String::new();
+    }
+    let bottom = col.tiers.last().map_or("the bottom tier", String::as_str);
+    // Below 1.5× retries are a trickle (the seeds' "about 1.1×"); above, they multiply load.
+    let (class, words) = if amp >= 1.5 {
+        ("sub warn", format!("{bottom} took {} the edge's requests at the peak", table::times(amp)))
+    } else {
+        ("sub", format!("{bottom} took at most {} the edge's requests", table::times(amp)))
+    };
+    format!(r#"<p class="{class}">{}</p>"#, esc(&words))
 }
 
 /// The summary of every run: the cells of the terminal table.
