@@ -1,0 +1,89 @@
+//! [`DeadlineLayer`]: defaults, the server maximum and the malformed-header policy.
+
+use std::time::Duration;
+
+use tower_layer::Layer;
+
+use super::DeadlineService;
+use crate::server::metrics::ServerMetrics;
+
+/// Deadline of a request that carries none: 15 s, Envoy's default route timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Longest deadline a caller can ask for: 60 s (a local choice; set it to your own SLO).
+pub const DEFAULT_MAX: Duration = Duration::from_secs(60);
+
+/// What to do with a present but malformed timeout header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum MalformedTimeout {
+    /// Answer `400 Bad Request` (gRPC `INVALID_ARGUMENT`) without running the handler (default).
+    #[default]
+    Reject,
+    /// Treat the header as absent: the server default applies.
+    Ignore,
+}
+
+/// Reads, clamps and enforces the caller's deadline. See the [module docs](super).
+#[derive(Debug, Clone)]
+pub struct DeadlineLayer {
+    default: Duration,
+    max: Duration,
+    malformed: MalformedTimeout,
+    metrics: Option<ServerMetrics>,
+}
+
+impl Default for DeadlineLayer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl DeadlineLayer {
+    /// Default 15 s, maximum 60 s, malformed headers rejected with 400.
+    pub fn new() -> Self {
+        DeadlineLayer {
+            default: DEFAULT_TIMEOUT,
+            max: DEFAULT_MAX,
+            malformed: MalformedTimeout::Reject,
+            metrics: None,
+        }
+    }
+
+    /// The deadline of requests that carry none (clamped to the maximum).
+    pub fn default_timeout(mut self, d: Duration) -> Self {
+        self.default = d;
+        self
+    }
+
+    /// The longest deadline a caller can ask for.
+    pub fn max_timeout(mut self, d: Duration) -> Self {
+        self.max = d;
+        self
+    }
+
+    /// What to do with a malformed header (default [`MalformedTimeout::Reject`]).
+    pub fn on_malformed(mut self, m: MalformedTimeout) -> Self {
+        self.malformed = m;
+        self
+    }
+
+    /// Count expired requests into `metrics` as [`RejectReason::DeadlineExpired`](crate::server::RejectReason::DeadlineExpired).
+    pub fn metrics(mut self, metrics: ServerMetrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+}
+
+impl<S> Layer<S> for DeadlineLayer {
+    type Service = DeadlineService<S>;
+
+    fn layer(&self, inner: S) -> DeadlineService<S> {
+        DeadlineService {
+            inner,
+            default: self.default,
+            max: self.max,
+            malformed: self.malformed,
+            metrics: self.metrics.clone(),
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! [`DeadlineLayer`]: the caller's remaining time, enforced on the server.
+//!
+//! # Why deadlines on the server
+//!
+//! A caller that timed out has gone, but a server that does not know keeps building its answer:
+//! in a retry storm most of the work a server does is for callers that already left (seed 002,
+//! "the abandoned tab"). So the caller sends the time it has left (`Request-Timeout-Ms` or
+//! `grpc-timeout`), and this layer:
+//!
+//! 1. parses it strictly ([`seawall::deadline`]), clamps it to the server's maximum (a caller
+//!    cannot make a server work longer than it allows) and uses the server's default when the
+//!    header is absent;
+//! 2. puts a [`RequestDeadline`] into the request extensions, so the `ShedLayer` drops the request
+//!    if it expires while queued, and handlers copy it onto outgoing calls, where the client
+//!    layers send the time remaining further down;
+//! 3. answers `504 Gateway Timeout` (gRPC `DEADLINE_EXCEEDED`) at the deadline and **drops the
+//!    handler future**, which cancels the work at its next `.await`. A caller that disconnects is
+//!    handled the same way by hyper, which drops the future of a closed connection.
+//!
+//! # Malformed and extreme values
+//!
+//! Values are untrusted. The documented behaviour, tested in `tests/server_deadline.rs`:
+//!
+//! | header value | result |
+//! |---|---|
+//! | absent | the server default (15 s unless configured) |
+//! | `250` | 250 ms (clamped to the server maximum) |
+//! | `0` | already expired: 504 at once, the handler never runs |
+//! | more than 10 digits | longer than any server maximum: clamped to the maximum |
+//! | `-5`, `+5`, ` 5`, `5.0`, `1e3`, empty, non-ASCII | [`MalformedTimeout::Reject`] (default): `400 Bad Request`; [`MalformedTimeout::Ignore`]: treated as absent |
+//!
+//! A malformed header is rejected by default because a caller that sends one has a bug that
+//! silently dropping its deadline would hide, and a 400 is never retried.
+//!
+//! The deadline timer needs a tokio runtime with the time driver enabled.
+
+mod future;
+mod layer;
+
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use http::{HeaderMap, Request, Response, StatusCode};
+use seawall::deadline::{Deadline, TimeoutParseError, parse_grpc_timeout, parse_timeout_ms};
+use seawall::time::{Clock, Instant, SystemClock};
+use tower_service::Service;
+
+pub use future::ResponseFuture;
+pub use layer::{DEFAULT_MAX, DEFAULT_TIMEOUT, DeadlineLayer, MalformedTimeout};
+
+use crate::server::metrics::{RejectReason, ServerMetrics};
+use crate::server::response;
+use crate::wire::{self, RequestDeadline};
+
+/// Reads the deadline of a request from its headers at `now`: the smaller of `Request-Timeout-Ms`
+/// and `grpc-timeout` when present, else `default`; clamped to `max`. A header that is present but
+/// malformed is an error (the caller decides whether to reject or ignore it).
+pub fn resolve(
+    headers: &HeaderMap,
+    now: Instant,
+    default: Duration,
+    max: Duration,
+) -> Result<Deadline, TimeoutParseError> {
+    let mut timeout: Option<Duration> = None;
+    if let Some(v) = headers.get(wire::REQUEST_TIMEOUT_MS) {
+        let parsed =
+            match v.to_str().map_err(|_| TimeoutParseError::NotDigits).and_then(parse_timeout_ms) {
+                Err(TimeoutParseError::TooLong) => Ok(max),
+                other => other,
+            }?;
+        timeout = Some(parsed);
+    }
+    if let Some(v) = headers.get(wire::GRPC_TIMEOUT) {
+        let parsed =
+            v.to_str().map_err(|_| TimeoutParseError::NotDigits).and_then(parse_grpc_timeout)?;
+        timeout = Some(timeout.map_or(parsed, |t| t.min(parsed)));
+    }
+    Ok(Deadline::from_header_timeout(now, timeout.unwrap_or(default), max))
+}
+
+/// The service [`DeadlineLayer`] makes.
+#[derive(Debug, Clone)]
+pub struct DeadlineService<S> {
+    inner: S,
+    default: Duration,
+    max: Duration,
+    malformed: MalformedTimeout,
+    metrics: Option<ServerMetrics>,
+}
+
+impl<S, ReqB, ResB> Service<Request<ReqB>> for DeadlineService<S>
+where
+    S: Service<Request<ReqB>, Response = Response<ResB>>,
+    ResB: Default,
+{
+    type Response = Response<ResB>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future, ResB>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request<ReqB>) -> Self::Future {
+        let grpc = response::is_grpc(req.headers());
+        let now = SystemClock.now();
+        let deadline = match resolve(req.headers(), now, self.default, self.max) {
+            Ok(d) => d,
+            Err(_) if self.malformed == MalformedTimeout::Ignore => {
+                Deadline::after(now, self.default.min(self.max))
+            }
+            Err(_) => {
+                return ResponseFuture::immediate(response::empty(
+                    StatusCode::BAD_REQUEST,
+                    grpc,
+                    "3",
+                ));
+            }
+        };
+        if deadline.is_expired(now) {
+            if let Some(m) = &self.metrics {
+                m.reject(RejectReason::DeadlineExpired);
+            }
+            return ResponseFuture::immediate(response::empty(
+                StatusCode::GATEWAY_TIMEOUT,
+                grpc,
+                "4",
+            ));
+        }
+        req.extensions_mut().insert(RequestDeadline(deadline));
+        let at = tokio::time::Instant::from_std(SystemClock::to_std(deadline.instant()));
+        ResponseFuture::running(self.inner.call(req), at, self.metrics.clone(), grpc)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    const S: Duration = Duration::from_secs(1);
+
+    fn h(name: &'static str, v: &[u8]) -> HeaderMap {
+        let mut m = HeaderMap::new();
+        m.insert(name, HeaderValue::from_bytes(v).unwrap());
+        m
+    }
+
+    #[test]
+    fn resolves_clamps_and_defaults() {
+        let now = Instant::ZERO;
+        let r = |m: &HeaderMap| resolve(m, now, 15 * S, 60 * S).map(|d| d.remaining(now));
+        assert_eq!(r(&HeaderMap::new()), Ok(15 * S));
+        assert_eq!(r(&h("request-timeout-ms", b"250")), Ok(Duration::from_millis(250)));
+        assert_eq!(r(&h("request-timeout-ms", b"9999999999")), Ok(60 * S));
+        assert_eq!(r(&h("request-timeout-ms", b"99999999999999999999")), Ok(60 * S));
+        assert_eq!(r(&h("grpc-timeout", b"2S")), Ok(2 * S));
+        assert_eq!(r(&h("request-timeout-ms", b"0")), Ok(Duration::ZERO));
+        let mut both = h("request-timeout-ms", b"900");
+        both.insert("grpc-timeout", HeaderValue::from_static("300m"));
+        assert_eq!(r(&both), Ok(Duration::from_millis(300)));
+        for bad in [&b"-5"[..], b"+5", b" 5", b"5.0", b"", b"1e3", b"\xff"] {
+            assert!(r(&h("request-timeout-ms", bad)).is_err(), "{bad:?}");
+        }
+        assert!(r(&h("grpc-timeout", b"5")).is_err());
+    }
+}

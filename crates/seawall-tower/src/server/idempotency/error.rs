@@ -1,0 +1,35 @@
+//! Errors of idempotency stores.
+
+use std::fmt;
+
+/// A store could not answer. The layer then fails closed: `503` and the handler does not run,
+/// because running it without a record could execute a request twice.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The backing service (PostgreSQL, Redis) failed or was unreachable.
+    Backend(Box<dyn std::error::Error + Send + Sync>),
+    /// The in-memory store is full of requests still in flight (nothing could be evicted).
+    Full,
+    /// A stored record could not be decoded (written by an incompatible version?).
+    Corrupt,
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Backend(e) => write!(f, "idempotency store backend error: {e}"),
+            StoreError::Full => f.write_str("idempotency store full of in-flight requests"),
+            StoreError::Corrupt => f.write_str("idempotency store record could not be decoded"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoreError::Backend(e) => Some(&**e),
+            _ => None,
+        }
+    }
+}

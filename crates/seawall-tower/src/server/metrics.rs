@@ -1,0 +1,201 @@
+//! Server metrics: rejections by reason, queue, in-flight, goodput vs throughput, success latency.
+//!
+//! Plain atomics behind an `Arc`, read through [`ServerMetrics::snapshot`]; export them however
+//! you like. Two choices follow the load-shedding literature (Amazon Builders' Library, "Using
+//! load shedding to avoid overload"):
+//!
+//! - **Goodput is not throughput.** Throughput counts every response the handler produced;
+//!   goodput counts only successful ones that were ready before the caller's deadline. A server
+//!   in a retry storm has healthy throughput and zero goodput.
+//! - **Latency of successes only.** Fast rejections would make the median look excellent, so the
+//!   histogram records only responses that count as goodput.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+/// Why a request was answered by a server layer instead of the handler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RejectReason {
+    /// The in-flight cap was reached and the queue was full.
+    QueueFull,
+    /// CoDel dropped it: the queue had a standing delay and this request waited too long.
+    CodelDrop,
+    /// Its deadline passed before (or while) it could be served.
+    DeadlineExpired,
+    /// A retry (attempt > 1) shed to make room for, or protect, first attempts.
+    RetryShed,
+}
+
+impl RejectReason {
+    /// Every reason, in the order of [`MetricsSnapshot::rejected`].
+    pub const ALL: [RejectReason; 4] = [
+        RejectReason::QueueFull,
+        RejectReason::CodelDrop,
+        RejectReason::DeadlineExpired,
+        RejectReason::RetryShed,
+    ];
+
+    /// A short stable label (for metric labels).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RejectReason::QueueFull => "queue_full",
+            RejectReason::CodelDrop => "codel_drop",
+            RejectReason::DeadlineExpired => "deadline_expired",
+            RejectReason::RetryShed => "retry_shed",
+        }
+    }
+
+    const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for RejectReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Upper bounds of the latency buckets: 2^k microseconds for k = 0..=23 (1 µs … ~8.4 s); one
+/// more bucket catches everything slower.
+pub const LATENCY_BUCKETS: usize = 25;
+
+/// The upper bound of latency bucket `i` (`None` for the last, unbounded bucket).
+pub fn bucket_upper_bound(i: usize) -> Option<Duration> {
+    (i + 1 < LATENCY_BUCKETS).then(|| Duration::from_micros(1 << i))
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    rejected: [AtomicU64; 4],
+    in_flight: AtomicI64,
+    queued: AtomicI64,
+    oldest_queued_nanos: AtomicU64,
+    throughput: AtomicU64,
+    goodput: AtomicU64,
+    latency: [AtomicU64; LATENCY_BUCKETS],
+}
+
+/// A cheap-to-clone handle every server layer reports into.
+#[derive(Debug, Clone, Default)]
+pub struct ServerMetrics(Arc<Inner>);
+
+/// A point-in-time copy of [`ServerMetrics`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MetricsSnapshot {
+    /// Rejections, indexed like [`RejectReason::ALL`].
+    pub rejected: [u64; 4],
+    /// Requests running in the handler now.
+    pub in_flight: u64,
+    /// Requests waiting in the `ShedLayer` queue now.
+    pub queue_len: u64,
+    /// Age of the oldest queued request when the queue last changed (zero if empty).
+    pub oldest_queued: Duration,
+    /// Responses the handler produced (any status).
+    pub throughput: u64,
+    /// Successful responses (status below 500, not 408/429) produced before the deadline.
+    pub goodput: u64,
+    /// Counts of goodput latencies per bucket (see [`bucket_upper_bound`]).
+    pub latency: [u64; LATENCY_BUCKETS],
+}
+
+impl MetricsSnapshot {
+    /// Rejections for one reason.
+    pub fn rejected(&self, reason: RejectReason) -> u64 {
+        self.rejected[reason.index()]
+    }
+
+    /// All rejections.
+    pub fn rejected_total(&self) -> u64 {
+        self.rejected.iter().sum()
+    }
+}
+
+impl ServerMetrics {
+    /// Fresh counters, all zero.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Counts a rejection.
+    pub fn reject(&self, reason: RejectReason) {
+        self.0.rejected[reason.index()].fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn set_gauges(&self, in_flight: usize, len: usize, oldest: Duration) {
+        self.0.in_flight.store(in_flight as i64, Relaxed);
+        self.0.queued.store(len as i64, Relaxed);
+        self.0
+            .oldest_queued_nanos
+            .store(u64::try_from(oldest.as_nanos()).unwrap_or(u64::MAX), Relaxed);
+    }
+
+    /// Records a response the handler produced: `good` if it counts as goodput (then its
+    /// `latency` goes into the histogram).
+    pub fn response(&self, good: bool, latency: Duration) {
+        self.0.throughput.fetch_add(1, Relaxed);
+        if good {
+            self.0.goodput.fetch_add(1, Relaxed);
+            let micros = latency.as_micros().max(1);
+            let i = (128 - (micros - 1).leading_zeros()) as usize;
+            self.0.latency[i.min(LATENCY_BUCKETS - 1)].fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Reads every counter (each individually atomic; the set is not one transaction).
+    pub fn snapshot(&self) -> MetricsSnapshot {
+        let i = &self.0;
+        MetricsSnapshot {
+            rejected: std::array::from_fn(|k| i.rejected[k].load(Relaxed)),
+            in_flight: i.in_flight.load(Relaxed).max(0) as u64,
+            queue_len: i.queued.load(Relaxed).max(0) as u64,
+            oldest_queued: Duration::from_nanos(i.oldest_queued_nanos.load(Relaxed)),
+            throughput: i.throughput.load(Relaxed),
+            goodput: i.goodput.load(Relaxed),
+            latency: std::array::from_fn(|k| i.latency[k].load(Relaxed)),
+        }
+    }
+}
+
+/// Whether a status counts as success for goodput: below 500 and neither 408 nor 429.
+pub(crate) fn is_success(status: http::StatusCode) -> bool {
+    let s = status.as_u16();
+    s < 500 && s != 408 && s != 429
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_buckets_are_powers_of_two_micros() {
+        let m = ServerMetrics::new();
+        m.response(true, Duration::from_micros(1));
+        m.response(true, Duration::from_micros(3));
+        m.response(true, Duration::from_micros(4));
+        m.response(true, Duration::from_secs(100));
+        m.response(false, Duration::from_micros(4));
+        let s = m.snapshot();
+        assert_eq!(s.latency[0], 1);
+        assert_eq!(s.latency[2], 2);
+        assert_eq!(s.latency[LATENCY_BUCKETS - 1], 1);
+        assert_eq!((s.throughput, s.goodput), (5, 4));
+        assert_eq!(bucket_upper_bound(2), Some(Duration::from_micros(4)));
+        assert_eq!(bucket_upper_bound(LATENCY_BUCKETS - 1), None);
+    }
+
+    #[test]
+    fn rejections_by_reason() {
+        let m = ServerMetrics::new();
+        m.reject(RejectReason::RetryShed);
+        m.reject(RejectReason::RetryShed);
+        m.reject(RejectReason::QueueFull);
+        let s = m.snapshot();
+        assert_eq!(s.rejected(RejectReason::RetryShed), 2);
+        assert_eq!(s.rejected_total(), 3);
+    }
+}

@@ -1,0 +1,147 @@
+//! [`ShedLayer`]: configuration, validated when built, with documented defaults.
+
+use std::fmt;
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+
+use seawall::time::{Clock, SystemClock};
+use tower_layer::Layer;
+
+use super::codel::CodelConfig;
+use super::limit::{GradientConfig, Limit};
+use super::queue::QueueConfig;
+use super::{Shared, Shed};
+use crate::server::metrics::ServerMetrics;
+
+/// Default spread of the `Retry-After` sent with a 503: uniformly 1 to 5 seconds, so callers
+/// rejected in the same millisecond do not come back in the same second (seed 002: "jitter the
+/// value on the server"). A local choice; clients add their own full jitter on top.
+pub const DEFAULT_RETRY_AFTER_SECS: (u16, u16) = (1, 5);
+
+#[derive(Debug, Clone)]
+struct Config {
+    limit: Limit,
+    queue: QueueConfig,
+    retry_after: (u16, u16),
+    seed: Option<u64>,
+}
+
+/// Admission control: caps in-flight requests, queues a few, rejects the rest with 503.
+///
+/// All services made by one `ShedLayer` (for example one per axum route) share one limit and one
+/// queue. See the [module docs](super) for the why.
+pub struct ShedLayer<C = SystemClock> {
+    cfg: Config,
+    clock: C,
+    metrics: ServerMetrics,
+    shared: Arc<Shared<C>>,
+}
+
+impl<C: fmt::Debug> fmt::Debug for ShedLayer<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShedLayer").field("cfg", &self.cfg).field("clock", &self.clock).finish()
+    }
+}
+
+impl<C: Clone> Clone for ShedLayer<C> {
+    fn clone(&self) -> Self {
+        ShedLayer {
+            cfg: self.cfg.clone(),
+            clock: self.clock.clone(),
+            metrics: self.metrics.clone(),
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl ShedLayer<SystemClock> {
+    /// At most `max_in_flight` requests in the handler at once; a queue of half that (Google SRE
+    /// book, "Handling Overload": queues of at most ~50 % of the thread pool for steady traffic).
+    pub fn new(max_in_flight: NonZeroUsize) -> Self {
+        let queue = (max_in_flight.get() / 2).max(1);
+        Self::build(Limit::fixed(max_in_flight), queue)
+    }
+
+    /// An adaptive in-flight limit (gradient, as Netflix Gradient2 and Envoy's adaptive
+    /// concurrency filter), with a queue of half its starting value.
+    pub fn adaptive(cfg: GradientConfig) -> Self {
+        let queue = (cfg.initial / 2).max(1);
+        Self::build(Limit::gradient(cfg), queue)
+    }
+
+    fn build(limit: Limit, max_queue: usize) -> Self {
+        let cfg = Config {
+            limit,
+            queue: QueueConfig { max_queue, codel: CodelConfig::default(), lifo: true },
+            retry_after: DEFAULT_RETRY_AFTER_SECS,
+            seed: None,
+        };
+        ShedLayer::from_parts(cfg, SystemClock, ServerMetrics::new())
+    }
+}
+
+impl<C: Clock + Clone> ShedLayer<C> {
+    fn from_parts(cfg: Config, clock: C, metrics: ServerMetrics) -> Self {
+        let shared = Arc::new(Shared::new(
+            cfg.limit.clone(),
+            cfg.queue,
+            clock.clone(),
+            metrics.clone(),
+            cfg.retry_after,
+            cfg.seed,
+        ));
+        ShedLayer { cfg, clock, metrics, shared }
+    }
+
+    fn with(self, f: impl FnOnce(&mut Config)) -> Self {
+        let mut cfg = self.cfg;
+        f(&mut cfg);
+        Self::from_parts(cfg, self.clock, self.metrics)
+    }
+
+    /// How many requests may wait for a slot (0: no queue, reject as soon as the cap is hit).
+    pub fn queue(self, max_queue: usize) -> Self {
+        self.with(|c| c.queue.max_queue = max_queue)
+    }
+
+    /// CoDel parameters (default: target 5 ms, interval 100 ms, as folly).
+    pub fn codel(self, codel: CodelConfig) -> Self {
+        self.with(|c| c.queue.codel = codel)
+    }
+
+    /// Serve newest-first while CoDel sees a standing queue (default on; off = always FIFO).
+    pub fn adaptive_lifo(self, on: bool) -> Self {
+        self.with(|c| c.queue.lifo = on)
+    }
+
+    /// The range of whole seconds the jittered `Retry-After` is drawn from (default 1–5 s). An
+    /// inverted range is swapped; zero is raised to one.
+    pub fn retry_after_secs(self, min: u16, max: u16) -> Self {
+        let (lo, hi) = (min.min(max).max(1), max.max(min).max(1));
+        self.with(|c| c.retry_after = (lo, hi))
+    }
+
+    /// A fixed seed for the `Retry-After` jitter (default: from entropy, so replicas differ).
+    pub fn seed(self, seed: u64) -> Self {
+        self.with(|c| c.seed = Some(seed))
+    }
+
+    /// Report into `metrics` (default: a private, unread set).
+    pub fn metrics(self, metrics: ServerMetrics) -> Self {
+        Self::from_parts(self.cfg, self.clock, metrics)
+    }
+
+    /// Drive admission from another clock (tests). Deadlines in request extensions must come
+    /// from the same clock.
+    pub fn clock<C2: Clock + Clone>(self, clock: C2) -> ShedLayer<C2> {
+        ShedLayer::from_parts(self.cfg, clock, self.metrics)
+    }
+}
+
+impl<S, C> Layer<S> for ShedLayer<C> {
+    type Service = Shed<S, C>;
+
+    fn layer(&self, inner: S) -> Shed<S, C> {
+        Shed { inner, shared: self.shared.clone() }
+    }
+}

@@ -1,0 +1,237 @@
+//! [`ShedLayer`]: admission control that rejects early and cheaply.
+//!
+//! # Why shed, and why at the door
+//!
+//! A server past its capacity that accepts everything serves everyone late: queues grow, every
+//! response arrives after its caller gave up, throughput stays high and goodput falls to zero —
+//! and the callers' retries make it worse. A server that refuses the excess at once keeps serving
+//! the rest in time. So this layer caps the requests in the handler, lets a short queue absorb
+//! bursts, and answers everything else **before any work** with `503 Service Unavailable` and a
+//! jittered `Retry-After` (gRPC: `UNAVAILABLE`).
+//!
+//! The reject path must be cheap, or rejecting becomes its own overload (Bronson et al. list slow
+//! error handling as a sustaining effect): it takes one short uncontended lock, builds an
+//! empty-bodied response from pre-built header values, and logs nothing.
+//!
+//! Queue discipline and priority are in [`queue`](self) (FIFO when healthy; CoDel + adaptive
+//! LIFO under standing delay; first attempts before retries), the limit in [`GradientConfig`].
+//!
+//! ```
+//! use seawall_tower::server::ShedLayer;
+//! use std::num::NonZeroUsize;
+//!
+//! // 32 requests in the handler at most, 16 waiting; the rest get 503 + Retry-After at once.
+//! let shed = ShedLayer::new(NonZeroUsize::new(32).unwrap());
+//! # let _ = shed;
+//! ```
+
+mod codel;
+mod future;
+mod layer;
+mod limit;
+mod queue;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use http::{HeaderValue, Request, Response, StatusCode, header};
+use seawall::rng::{Rng as _, SeedSource, splitmix64};
+use seawall::time::{Clock, Instant};
+use tokio::sync::oneshot;
+use tower_service::Service;
+
+pub use codel::{CodelConfig, DEFAULT_INTERVAL, DEFAULT_TARGET};
+pub use future::ResponseFuture;
+pub use layer::{DEFAULT_RETRY_AFTER_SECS, ShedLayer};
+pub use limit::GradientConfig;
+
+use crate::server::metrics::{RejectReason, ServerMetrics};
+use crate::server::response;
+use crate::wire;
+use queue::{Admission, Class, Offer, QueueConfig};
+
+/// What a queued request is told when its turn comes.
+#[derive(Debug)]
+enum Grant {
+    Run,
+    Shed(RejectReason),
+}
+
+/// State shared by every service one [`ShedLayer`] makes.
+#[derive(Debug)]
+struct Shared<C> {
+    adm: Mutex<Admission<oneshot::Sender<Grant>>>,
+    clock: C,
+    metrics: ServerMetrics,
+    retry_after: Box<[HeaderValue]>,
+    seed: u64,
+    draws: AtomicU64,
+}
+
+impl<C: Clock> Shared<C> {
+    fn new(
+        limit: limit::Limit,
+        cfg: QueueConfig,
+        clock: C,
+        metrics: ServerMetrics,
+        (lo, hi): (u16, u16),
+        seed: Option<u64>,
+    ) -> Self {
+        let seed = seed.unwrap_or_else(|| SeedSource::from_entropy().stream().next_u64());
+        Shared {
+            adm: Mutex::new(Admission::new(cfg, limit)),
+            clock,
+            metrics,
+            retry_after: (lo..=hi).map(HeaderValue::from).collect(),
+            seed,
+            draws: AtomicU64::new(0),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Admission<oneshot::Sender<Grant>>> {
+        // A panic while holding this lock can only come from a bug in this module; the state is
+        // still consistent counters and queues, so keep serving rather than poison every request.
+        self.adm.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn gauges(&self, adm: &Admission<oneshot::Sender<Grant>>, now: Instant) {
+        self.metrics.set_gauges(adm.in_flight(), adm.queue_len(), adm.oldest_age(now));
+    }
+
+    /// Grants freed slots to queued requests; called with the lock held.
+    fn dispatch(&self, adm: &mut Admission<oneshot::Sender<Grant>>, now: Instant) {
+        let metrics = &self.metrics;
+        while let Some(tx) = adm.next(now, |tx, reason| {
+            metrics.reject(reason);
+            let _ = tx.send(Grant::Shed(reason));
+        }) {
+            if tx.send(Grant::Run).is_err() {
+                // The waiter went away between queueing and its turn: give the slot on.
+                adm.finish(None);
+            }
+        }
+        self.gauges(adm, now);
+    }
+
+    /// A running request finished (`rtt`: its handler latency, if it succeeded).
+    fn release(&self, rtt: Option<Duration>) {
+        let now = self.clock.now();
+        let mut adm = self.lock();
+        adm.finish(rtt);
+        self.dispatch(&mut adm, now);
+    }
+
+    /// The cheap rejection: empty body, pre-built header values, no logging.
+    fn reject<B: Default>(&self, reason: RejectReason, grpc: bool) -> Response<B> {
+        if reason == RejectReason::DeadlineExpired {
+            return response::empty(StatusCode::GATEWAY_TIMEOUT, grpc, "4");
+        }
+        let mut res = response::empty(StatusCode::SERVICE_UNAVAILABLE, grpc, "14");
+        let n = self.draws.fetch_add(1, Ordering::Relaxed);
+        let i = (splitmix64(self.seed ^ n) % self.retry_after.len() as u64) as usize;
+        if let Some(v) = self.retry_after.get(i) {
+            res.headers_mut().insert(header::RETRY_AFTER, v.clone());
+        }
+        res
+    }
+}
+
+/// Whether the request is a retry: `Request-Attempt` > 1 or `grpc-previous-rpc-attempts` > 0.
+/// Malformed values count as absent (a first attempt), as [`wire::parse_attempt`] documents.
+fn class_of(headers: &http::HeaderMap) -> Class {
+    let attempt = headers
+        .get(wire::REQUEST_ATTEMPT)
+        .and_then(|v| wire::parse_attempt(v.as_bytes()))
+        .or_else(|| {
+            headers
+                .get(wire::GRPC_PREVIOUS_RPC_ATTEMPTS)
+                .and_then(|v| wire::parse_grpc_previous_attempts(v.as_bytes()))
+        });
+    match attempt {
+        Some(n) if n.get() > 1 => Class::Retry,
+        _ => Class::First,
+    }
+}
+
+/// The service [`ShedLayer`] makes.
+pub struct Shed<S, C> {
+    inner: S,
+    shared: Arc<Shared<C>>,
+}
+
+impl<S: std::fmt::Debug, C: std::fmt::Debug> std::fmt::Debug for Shed<S, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shed").field("inner", &self.inner).finish_non_exhaustive()
+    }
+}
+
+impl<S: Clone, C> Clone for Shed<S, C> {
+    fn clone(&self) -> Self {
+        Shed { inner: self.inner.clone(), shared: self.shared.clone() }
+    }
+}
+
+impl<S, C, ReqB, ResB> Service<Request<ReqB>> for Shed<S, C>
+where
+    S: Service<Request<ReqB>, Response = Response<ResB>> + Clone,
+    ResB: Default,
+    C: Clock,
+{
+    type Response = Response<ResB>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S, ReqB, C>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<ReqB>) -> Self::Future {
+        let class = class_of(req.headers());
+        let grpc = response::is_grpc(req.headers());
+        let deadline = req.extensions().get::<wire::RequestDeadline>().map(|d| d.0.instant());
+        let now = self.shared.clock.now();
+        let mut rx = None;
+        let offer = {
+            let mut adm = self.shared.lock();
+            let offer = adm.offer(now, class, deadline, || {
+                let (tx, r) = oneshot::channel();
+                rx = Some(r);
+                tx
+            });
+            if !matches!(offer, Offer::Reject(_)) {
+                self.shared.gauges(&adm, now);
+            }
+            offer
+        };
+        match offer {
+            Offer::Run => {
+                let fut = self.inner.call(req);
+                ResponseFuture::running(fut, self.shared.clone(), now, deadline)
+            }
+            Offer::Queued { id, evicted } => {
+                if let Some(tx) = evicted {
+                    self.shared.metrics.reject(RejectReason::RetryShed);
+                    let _ = tx.send(Grant::Shed(RejectReason::RetryShed));
+                }
+                let clone = self.inner.clone();
+                let ready = std::mem::replace(&mut self.inner, clone);
+                ResponseFuture::waiting(
+                    self.shared.clone(),
+                    id,
+                    rx,
+                    req,
+                    ready,
+                    now,
+                    deadline,
+                    grpc,
+                )
+            }
+            Offer::Reject(reason) => {
+                self.shared.metrics.reject(reason);
+                ResponseFuture::rejected(self.shared.reject(reason, grpc))
+            }
+        }
+    }
+}

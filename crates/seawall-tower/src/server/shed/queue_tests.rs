@@ -1,0 +1,119 @@
+//! Unit tests of the admission discipline on virtual time.
+
+use std::num::NonZeroUsize;
+use std::time::Duration;
+
+use seawall::time::{Clock, ManualClock};
+
+use super::*;
+
+const MS: Duration = Duration::from_millis(1);
+
+fn adm(limit: usize, queue: usize) -> Admission<u32> {
+    let cfg = QueueConfig { max_queue: queue, codel: CodelConfig::default(), lifo: true };
+    Admission::new(cfg, Limit::fixed(NonZeroUsize::new(limit).unwrap()))
+}
+
+fn no_drop(_: u32, r: RejectReason) {
+    panic!("unexpected drop: {r}");
+}
+
+#[test]
+fn runs_then_queues_then_rejects() {
+    let c = ManualClock::new();
+    let mut a = adm(1, 1);
+    assert!(matches!(a.offer(c.now(), Class::First, None, || 1), Offer::Run));
+    assert!(matches!(a.offer(c.now(), Class::First, None, || 2), Offer::Queued { .. }));
+    assert!(matches!(
+        a.offer(c.now(), Class::First, None, || 3),
+        Offer::Reject(RejectReason::QueueFull)
+    ));
+    assert_eq!(a.next(c.now(), no_drop), None, "no free slot yet");
+    a.finish(None);
+    assert_eq!(a.next(c.now(), no_drop), Some(2));
+    assert_eq!(a.in_flight(), 1);
+}
+
+#[test]
+fn first_attempts_dequeue_before_retries_and_evict_them() {
+    let c = ManualClock::new();
+    let mut a = adm(1, 2);
+    assert!(matches!(a.offer(c.now(), Class::First, None, || 0), Offer::Run));
+    assert!(matches!(a.offer(c.now(), Class::Retry, None, || 10), Offer::Queued { .. }));
+    assert!(matches!(a.offer(c.now(), Class::Retry, None, || 11), Offer::Queued { .. }));
+    // Queue full of retries: a retry is shed, a first attempt evicts the oldest retry.
+    assert!(matches!(
+        a.offer(c.now(), Class::Retry, None, || 12),
+        Offer::Reject(RejectReason::RetryShed)
+    ));
+    match a.offer(c.now(), Class::First, None, || 1) {
+        Offer::Queued { evicted: Some(10), .. } => {}
+        other => panic!("{other:?}"),
+    }
+    a.finish(None);
+    assert_eq!(a.next(c.now(), no_drop), Some(1), "first attempt before the older retry");
+    a.finish(None);
+    assert_eq!(a.next(c.now(), no_drop), Some(11));
+}
+
+#[test]
+fn expired_deadline_is_dropped_not_started() {
+    let c = ManualClock::new();
+    let mut a = adm(1, 4);
+    assert!(matches!(a.offer(c.now(), Class::First, None, || 0), Offer::Run));
+    let deadline = c.now() + 30 * MS;
+    assert!(matches!(a.offer(c.now(), Class::First, Some(deadline), || 1), Offer::Queued { .. }));
+    assert!(matches!(a.offer(c.now(), Class::First, None, || 2), Offer::Queued { .. }));
+    c.advance(40 * MS);
+    a.finish(None);
+    let mut dropped = vec![];
+    let got = a.next(c.now(), |t, r| dropped.push((t, r)));
+    assert_eq!(got, Some(2));
+    assert_eq!(dropped, vec![(1, RejectReason::DeadlineExpired)]);
+    // Arriving already expired: rejected at the door.
+    assert!(matches!(
+        a.offer(c.now(), Class::First, Some(c.now()), || 3),
+        Offer::Reject(RejectReason::DeadlineExpired)
+    ));
+}
+
+#[test]
+fn standing_queue_turns_on_codel_lifo_and_sheds_retries_at_the_door() {
+    let c = ManualClock::new();
+    let mut a = adm(1, 1000);
+    assert!(matches!(a.offer(c.now(), Class::First, None, || 0), Offer::Run));
+    let mut dropped = vec![];
+    // Offered twice as fast as served: one arrival every 5 ms, one completion every 10 ms.
+    for step in 0..100u32 {
+        c.advance(5 * MS);
+        let _ = a.offer(c.now(), Class::First, None, || step + 1);
+        if step % 2 == 1 {
+            a.finish(None);
+            let _ = a.next(c.now(), |t, r| dropped.push((t, r)));
+        }
+    }
+    assert!(a.codel.overloaded());
+    assert!(dropped.iter().any(|&(_, r)| r == RejectReason::CodelDrop));
+    // LIFO: the next one served is the newest.
+    c.advance(5 * MS);
+    let _ = a.offer(c.now(), Class::First, None, || 9999);
+    a.finish(None);
+    assert_eq!(a.next(c.now(), |_, _| {}), Some(9999));
+    assert!(matches!(
+        a.offer(c.now(), Class::Retry, None, || 1),
+        Offer::Reject(RejectReason::RetryShed)
+    ));
+    // Stale waiters were sloughed: nothing left older than 2 x target + one step.
+    assert!(a.oldest_age(c.now()) <= 60 * MS, "{:?}", a.oldest_age(c.now()));
+}
+
+#[test]
+fn cancel_removes_a_waiter() {
+    let c = ManualClock::new();
+    let mut a = adm(1, 4);
+    assert!(matches!(a.offer(c.now(), Class::First, None, || 0), Offer::Run));
+    let Offer::Queued { id, .. } = a.offer(c.now(), Class::First, None, || 1) else { panic!() };
+    assert!(a.cancel(id));
+    assert!(!a.cancel(id));
+    assert_eq!(a.queue_len(), 0);
+}
