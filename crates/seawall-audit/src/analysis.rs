@@ -19,7 +19,9 @@
 //! # Peak load
 //!
 //! With an entry rate `r`, a path puts `r × multiplier` on its dependency; a dependency's peak
-//! is the sum over every path reaching it, compared with its warm and cold capacity.
+//! is the sum over every path reaching it, compared with its warm and cold capacity. The verdict
+//! uses the bounded peak — what arrives while the budgets do their job — which is the worst case
+//! wherever no budget applies.
 
 use std::collections::BTreeMap;
 
@@ -110,8 +112,8 @@ pub fn analyse(graph: &Graph) -> Report {
     }
     for p in &mut paths_out {
         if let Some(d) = p.path.last().and_then(|n| deps.get(n)) {
-            p.survives_warm = d.capacity_rps.map(|c| d.peak_rps <= c);
-            p.survives_cold = d.cold_capacity_rps.map(|c| d.peak_rps <= c);
+            p.survives_warm = d.capacity_rps.map(|c| d.bounded_peak_rps <= c);
+            p.survives_cold = d.cold_capacity_rps.map(|c| d.bounded_peak_rps <= c);
         }
     }
     let hops = graph

@@ -141,7 +141,10 @@ pub fn load(path: &Path) -> Result<Graph, Error> {
 
 /// Parses call-graph TOML read from `path` (imports resolve relative to its directory).
 pub fn parse(path: &Path, text: &str) -> Result<Graph, Error> {
-    let line_at = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
+    // Byte-based, so a span that is not on a char boundary can never panic.
+    let line_at = |offset: usize| {
+        text.as_bytes()[..offset.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
+    };
     let file: FileToml = toml::from_str(text).map_err(|e| {
         let line = e.span().map(|s| line_at(s.start));
         Error::new(path, line, ErrorKind::Syntax(e.message().trim().to_string()))

@@ -150,8 +150,10 @@ pub fn check(
         };
         let severity = if which == "warm capacity" { Severity::Error } else { Severity::Warning };
         out.push(finding("SW011", severity, loc, format!(
-            "{}: {} rps when everything fails ({} rps normally) against a {which} of {}; survives cold: {}",
-            d.service, thousands(peak), thousands(d.normal_rps), thousands(limit),
+            "{}: {} rps when everything fails{} ({} rps normally) against a {which} of {}; survives cold: {}",
+            d.service, thousands(peak),
+            if d.peak_rps > peak { format!(" with budgets, {} without", thousands(d.peak_rps)) } else { String::new() },
+            thousands(d.normal_rps), thousands(limit),
             if cold.is_some_and(|c| peak <= c) { "yes" } else { "no" }),
             "Cut the multiplier (one retrying layer, a budget) or shed load at the dependency before it is needed"));
     }

@@ -131,7 +131,7 @@ fn duration(v: &Value) -> Option<Duration> {
         Value::Mapping(_) => {
             let secs = v.get("seconds").and_then(Value::as_u64).unwrap_or(0);
             let nanos = v.get("nanos").and_then(Value::as_u64).unwrap_or(0);
-            Some(Duration::from_secs(secs) + Duration::from_nanos(nanos))
+            Duration::from_secs(secs).checked_add(Duration::from_nanos(nanos))
         }
         _ => None,
     }

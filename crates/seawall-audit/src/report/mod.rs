@@ -12,9 +12,10 @@
 //!   "message": "...", "fix": "..."}]}
 //! ```
 //!
-//! `peak_rps` is this path's share (entry rate × worst case). `survives_warm`/`survives_cold`
-//! judge the dependency under *all* its paths at once — "everything fails at once" is the
-//! question — and the per-dependency totals are in `dependencies`.
+//! `peak_rps` is this path's share (entry rate × worst case), `bounded_peak_rps` the same with
+//! budgets applied. `survives_warm`/`survives_cold` judge the dependency under *all* its paths at
+//! once — "everything fails at once" is the question — using the bounded total (the worst case
+//! where no budget applies); the per-dependency totals are in `dependencies`.
 
 use serde::Serialize;
 
@@ -89,9 +90,11 @@ pub struct PathReport {
     pub capacity_rps: Option<f64>,
     /// The dependency's cold capacity.
     pub cold_capacity_rps: Option<f64>,
-    /// Whether the dependency's total worst-case peak fits its warm capacity.
+    /// Whether the dependency's total peak (bounded by budgets where they apply) fits its warm
+    /// capacity.
     pub survives_warm: Option<bool>,
-    /// Whether the dependency's total worst-case peak fits its cold capacity.
+    /// Whether the dependency's total peak (bounded by budgets where they apply) fits its cold
+    /// capacity.
     pub survives_cold: Option<bool>,
 }
 

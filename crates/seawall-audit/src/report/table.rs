@@ -96,8 +96,8 @@ pub fn render(report: &Report, title: &str) -> String {
                 thousands(d.bounded_peak_rps)
             );
             for v in [
-                verdict(d.peak_rps, d.capacity_rps, "warm"),
-                verdict(d.peak_rps, d.cold_capacity_rps, "cold"),
+                verdict(d.bounded_peak_rps, d.capacity_rps, "warm"),
+                verdict(d.bounded_peak_rps, d.cold_capacity_rps, "cold"),
             ]
             .into_iter()
             .flatten()
