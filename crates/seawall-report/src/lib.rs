@@ -6,7 +6,7 @@
 
 pub mod results;
 
-pub use html::render_html;
+pub use html::{render_html, render_html_compare};
 pub use results::{Fault, Results, Run, Series, Source, Summary, summarize};
 pub use table::render_table;
 pub mod html;
