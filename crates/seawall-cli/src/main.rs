@@ -8,8 +8,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod alerts;
 mod audit;
 mod detect;
+mod escape;
 mod lab;
 mod simulate;
 
@@ -29,6 +31,10 @@ enum Command {
     Audit(audit::Args),
     /// Tell a retry storm from a traffic spike, from a recorded series or live metrics.
     Detect(detect::Args),
+    /// Print Prometheus alerting rules and a Grafana dashboard for seawall's metrics.
+    Alerts(alerts::Args),
+    /// The storm runbook as a command: retries off, admission cut, then a watched ramp back.
+    Escape(escape::Args),
     /// Load-test the recovery: real tiers on loopback, an injected fault, before and after.
     Lab(lab::Args),
     /// One tier of a lab stack (started by `seawall lab`; not for direct use).
@@ -42,6 +48,8 @@ fn main() -> ExitCode {
         Command::Simulate(args) => simulate::run(args),
         Command::Audit(args) => audit::run(args),
         Command::Detect(args) => detect::run(args),
+        Command::Alerts(args) => alerts::run(args),
+        Command::Escape(args) => escape::run(args),
         Command::Lab(args) => lab::run(args),
         Command::LabNode(args) => lab::run_node(args),
     };

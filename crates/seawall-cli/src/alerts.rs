@@ -1,0 +1,11 @@
+//! `seawall alerts` (being built; see issue 8).
+
+use std::process::ExitCode;
+
+/// Arguments of `seawall alerts`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {}
+
+pub(crate) fn run(_args: Args) -> anyhow::Result<ExitCode> {
+    anyhow::bail!("`seawall alerts` is not built yet")
+}
