@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-/// A call graph ready to analyse: what [`crate::load`] builds from a graph file and its imports.
+/// A call graph ready to analyse: what [`crate::graph::load`] builds from a graph file and its imports.
 #[derive(Debug, Clone, Default)]
 pub struct Graph {
     /// Services, in file order.
