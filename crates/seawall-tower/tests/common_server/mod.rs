@@ -1,0 +1,70 @@
+//! Helpers for the server integration tests: real axum servers and a tiny hyper client, all on
+//! 127.0.0.1.
+#![allow(dead_code, unreachable_pub)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::Router;
+use bytes::Bytes;
+use http::{HeaderMap, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use tokio::net::{TcpListener, TcpStream};
+
+/// Serves `app` on an ephemeral loopback port until the test's runtime ends.
+pub async fn serve(app: Router) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+    let addr = listener.local_addr().expect("local addr");
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    addr
+}
+
+/// A response as the tests look at it.
+#[derive(Debug)]
+pub struct Got {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+/// Sends one request on a fresh connection; `None` if the connection failed.
+pub async fn send(addr: SocketAddr, req: Request<Full<Bytes>>) -> Option<Got> {
+    let stream = TcpStream::connect(addr).await.ok()?;
+    stream.set_nodelay(true).ok()?;
+    let (mut tx, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.ok()?;
+    tokio::spawn(conn);
+    let res = tx.send_request(req).await.ok()?;
+    let (parts, body) = res.into_parts();
+    let body = body.collect().await.ok()?.to_bytes();
+    Some(Got { status: parts.status, headers: parts.headers, body })
+}
+
+/// A request builder with the host header hyper's client needs.
+pub fn req(method: &str, addr: SocketAddr, path: &str) -> http::request::Builder {
+    Request::builder()
+        .method(method)
+        .uri(format!("http://{addr}{path}"))
+        .header("host", addr.to_string())
+}
+
+/// `send` with a hard limit: `None` past `limit` (the connection is dropped, as a caller that
+/// gave up would).
+pub async fn send_within(
+    addr: SocketAddr,
+    req: Request<Full<Bytes>>,
+    limit: Duration,
+) -> Option<Got> {
+    tokio::time::timeout(limit, send(addr, req)).await.ok().flatten()
+}
+
+/// A unique suffix for table names and key prefixes, so parallel runs never collide.
+pub fn unique(tag: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{tag}_{}_{}", std::process::id(), nanos % 1_000_000_000)
+}

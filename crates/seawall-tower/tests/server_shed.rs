@@ -1,0 +1,193 @@
+//! ShedLayer and DeadlineLayer on real axum servers on 127.0.0.1: goodput under 4× overload,
+//! doomed work not started, retries shed first.
+#![cfg(feature = "server")]
+
+mod common_server;
+
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::routing::get;
+use bytes::Bytes;
+use common_server::{req, send, send_within, serve};
+use http::StatusCode;
+use http_body_util::Full;
+use seawall_tower::server::{DeadlineLayer, RejectReason, ServerMetrics, ShedLayer};
+use tokio::sync::Semaphore;
+
+/// Handler capacity: `WORKERS` at a time (a pool of workers), each request takes `WORK`.
+const WORKERS: usize = 4;
+const WORK: Duration = Duration::from_millis(50);
+/// The callers' deadline: an answer later than this is not goodput.
+const CALLER_TIMEOUT: Duration = Duration::from_millis(250);
+
+fn capacity_rps() -> f64 {
+    WORKERS as f64 / WORK.as_secs_f64()
+}
+
+/// A fixed-time handler with a fixed pool of workers: more requests than workers wait (FIFO) for
+/// one, as on a thread pool or a database connection pool.
+fn pool_app(pool: Arc<Semaphore>) -> Router {
+    Router::new().route(
+        "/work",
+        get(move || {
+            let pool = pool.clone();
+            async move {
+                let _worker = pool.acquire().await.expect("pool open");
+                tokio::time::sleep(WORK).await;
+                "done"
+            }
+        }),
+    )
+}
+
+/// Offers `factor` × capacity, open loop, for `run`; returns goodput as a fraction of capacity
+/// (successes answered within [`CALLER_TIMEOUT`], per second of the run).
+async fn goodput(addr: std::net::SocketAddr, factor: f64, run: Duration) -> f64 {
+    let rate = capacity_rps() * factor;
+    let good = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / rate));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    let start = Instant::now();
+    let total = (rate * run.as_secs_f64()) as usize;
+    for _ in 0..total {
+        tick.tick().await;
+        let good = good.clone();
+        tasks.push(tokio::spawn(async move {
+            let sent = Instant::now();
+            let r = req("GET", addr, "/work").body(Full::new(Bytes::new())).unwrap();
+            // The caller gives up at 1 s (dropping the connection); only answers within its
+            // 250 ms deadline count.
+            if let Some(got) = send_within(addr, r, Duration::from_secs(1)).await {
+                if got.status == StatusCode::OK && sent.elapsed() <= CALLER_TIMEOUT {
+                    good.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }));
+    }
+    let offered_for = start.elapsed();
+    for t in tasks {
+        let _ = t.await;
+    }
+    good.load(Ordering::Relaxed) as f64 / offered_for.as_secs_f64() / capacity_rps()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn goodput_holds_at_4x_with_shedding_and_collapses_without() {
+    let run = Duration::from_secs(3);
+
+    let metrics = ServerMetrics::new();
+    let shed = ShedLayer::new(NonZeroUsize::new(WORKERS).unwrap()).metrics(metrics.clone());
+    let with = serve(pool_app(Arc::new(Semaphore::new(WORKERS))).layer(shed)).await;
+    let g_with = goodput(with, 4.0, run).await;
+
+    let without = serve(pool_app(Arc::new(Semaphore::new(WORKERS)))).await;
+    let g_without = goodput(without, 4.0, run).await;
+
+    eprintln!(
+        "goodput at 4x capacity: with ShedLayer {g_with:.2}, without {g_without:.2} ({:?})",
+        metrics.snapshot()
+    );
+    assert!(g_with >= 0.9, "with shedding goodput {g_with:.2} of capacity");
+    assert!(g_without <= 0.5, "without shedding goodput should collapse, got {g_without:.2}");
+    assert!(metrics.snapshot().rejected_total() > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_with_30ms_left_is_not_started_when_the_queue_wait_exceeds_it() {
+    let started = Arc::new(AtomicU64::new(0));
+    let s = started.clone();
+    let app = Router::new().route(
+        "/slow",
+        get(move || {
+            s.fetch_add(1, Ordering::SeqCst);
+            async {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                "done"
+            }
+        }),
+    );
+    let metrics = ServerMetrics::new();
+    let app = app
+        .layer(ShedLayer::new(NonZeroUsize::new(1).unwrap()).metrics(metrics.clone()))
+        .layer(DeadlineLayer::new().metrics(metrics.clone()));
+    let addr = serve(app).await;
+
+    let first =
+        tokio::spawn(send(addr, req("GET", addr, "/slow").body(Full::new(Bytes::new())).unwrap()));
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let t = Instant::now();
+    let doomed = req("GET", addr, "/slow")
+        .header("request-timeout-ms", "30")
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let got = send(addr, doomed).await.expect("answered");
+    let waited = t.elapsed();
+    assert_eq!(got.status, StatusCode::GATEWAY_TIMEOUT);
+    assert!(
+        waited < Duration::from_millis(150),
+        "answered at its deadline, not after the queue: {waited:?}"
+    );
+    assert_eq!(first.await.unwrap().expect("first answered").status, StatusCode::OK);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(started.load(Ordering::SeqCst), 1, "the doomed request never reached the handler");
+    assert_eq!(metrics.snapshot().rejected(RejectReason::DeadlineExpired), 1);
+    assert_eq!(metrics.snapshot().queue_len, 0, "the cancelled waiter left the queue");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_are_shed_before_first_attempts() {
+    let app = Router::new().route(
+        "/slow",
+        get(|| async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            "done"
+        }),
+    );
+    let metrics = ServerMetrics::new();
+    let app =
+        app.layer(ShedLayer::new(NonZeroUsize::new(1).unwrap()).queue(2).metrics(metrics.clone()));
+    let addr = serve(app).await;
+    let get = |attempt: &'static str| {
+        let r = req("GET", addr, "/slow")
+            .header("request-attempt", attempt)
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        tokio::spawn(send(addr, r))
+    };
+    let running = get("1");
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    let retries = [get("2"), get("3")];
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    assert_eq!(metrics.snapshot().queue_len, 2);
+    let firsts = [get("1"), get("1")];
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    let late_retry = get("2");
+    for r in retries {
+        let got = r.await.unwrap().expect("answered");
+        assert_eq!(
+            got.status,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "queued retry evicted by a first attempt"
+        );
+        let after: u64 = got.headers["retry-after"].to_str().unwrap().parse().unwrap();
+        assert!((1..=5).contains(&after));
+    }
+    assert_eq!(
+        late_retry.await.unwrap().expect("answered").status,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    assert_eq!(running.await.unwrap().expect("answered").status, StatusCode::OK);
+    for f in firsts {
+        assert_eq!(
+            f.await.unwrap().expect("answered").status,
+            StatusCode::OK,
+            "first attempts served"
+        );
+    }
+    assert_eq!(metrics.snapshot().rejected(RejectReason::RetryShed), 3);
+}
