@@ -1,6 +1,6 @@
 //! `seawall simulate`: run a scenario under several retry policies, side by side.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -39,7 +39,7 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.list {
-        print!("{}", list()?);
+        let _ = std::io::stdout().lock().write_all(list()?.as_bytes());
         return Ok(ExitCode::SUCCESS);
     }
     let mut sets = args.sets.clone();
@@ -68,13 +68,17 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     std::fs::write(&html_path, seawall_report::render_html(&results))
         .with_context(|| format!("writing {}", html_path.display()))?;
 
-    if args.json {
-        print!("{json}");
+    let text = if args.json {
+        json
     } else {
-        print!("{}", seawall_report::render_table(&results));
-        println!("wrote {} and {}", json_path.display(), html_path.display());
+        let (j, h) = (json_path.display(), html_path.display());
+        format!("{}wrote {j} and {h}\n", seawall_report::render_table(&results))
+    };
+    // A closed pipe (`| head`) is the reader's choice, not an error.
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(ExitCode::SUCCESS),
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// A bar over all runs (100 steps each), drawn only on a terminal.
