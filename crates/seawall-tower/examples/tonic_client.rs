@@ -1,0 +1,141 @@
+//! A tonic channel behind seawall's `RetryLayer`: a local tonic server answers UNAVAILABLE
+//! (trailers-only) to the first two attempts of each call; the client retries with
+//! `grpc-previous-rpc-attempts` and `grpc-timeout` on the wire and succeeds on the third.
+//!
+//! Run: `cargo run -p seawall-tower --example tonic_client --features grpc-example`
+
+use std::convert::Infallible;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::{Buf, BufMut};
+use seawall_tower::client::RetryLayer;
+use seawall_tower::client::grpc::{BufferLayer, IntoTonicLayer};
+use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic::{Status, body::Body};
+use tower::ServiceBuilder;
+
+/// Messages as raw bytes: no protobuf needed for a demo.
+#[derive(Debug, Clone, Copy, Default)]
+struct Raw;
+
+impl Codec for Raw {
+    type Encode = Vec<u8>;
+    type Decode = Vec<u8>;
+    type Encoder = Raw;
+    type Decoder = Raw;
+    fn encoder(&mut self) -> Raw {
+        Raw
+    }
+    fn decoder(&mut self) -> Raw {
+        Raw
+    }
+}
+
+impl Encoder for Raw {
+    type Item = Vec<u8>;
+    type Error = Status;
+    fn encode(&mut self, item: Vec<u8>, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        dst.put_slice(&item);
+        Ok(())
+    }
+}
+
+impl Decoder for Raw {
+    type Item = Vec<u8>;
+    type Error = Status;
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Vec<u8>>, Status> {
+        Ok(Some(src.copy_to_bytes(src.remaining()).to_vec()))
+    }
+}
+
+/// The unary handler: UNAVAILABLE until the third attempt, then echo.
+#[derive(Debug, Clone, Copy)]
+struct Echo;
+
+impl tonic::server::UnaryService<Vec<u8>> for Echo {
+    type Response = Vec<u8>;
+    type Future = std::future::Ready<Result<tonic::Response<Vec<u8>>, Status>>;
+    fn call(&mut self, req: tonic::Request<Vec<u8>>) -> Self::Future {
+        let previous = req
+            .metadata()
+            .get("grpc-previous-rpc-attempts")
+            .and_then(|v| v.to_str().ok()?.parse::<u32>().ok())
+            .unwrap_or(0);
+        let timeout =
+            req.metadata().get("grpc-timeout").map(|v| v.to_str().unwrap_or("?").to_owned());
+        println!("server: attempt {} (grpc-timeout {timeout:?})", previous + 1);
+        std::future::ready(if previous < 2 {
+            Err(Status::unavailable("warming up"))
+        } else {
+            Ok(tonic::Response::new(req.into_inner()))
+        })
+    }
+}
+
+/// The tower service tonic's server mounts (what tonic-build would generate).
+#[derive(Debug, Clone, Copy)]
+struct EchoServer;
+
+impl tonic::server::NamedService for EchoServer {
+    const NAME: &'static str = "demo.Echo";
+}
+
+impl tower::Service<http::Request<Body>> for EchoServer {
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Self::Response, Infallible>> + Send>,
+    >;
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+    fn call(&mut self, req: http::Request<Body>) -> Self::Future {
+        Box::pin(async move { Ok(tonic::server::Grpc::new(Raw).unary(Echo, req).await) })
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let incoming = tokio_stream_from(listener);
+    tokio::spawn(
+        tonic::transport::Server::builder().add_service(EchoServer).serve_with_incoming(incoming),
+    );
+
+    let channel = tonic::transport::Endpoint::try_from(format!("http://{addr}"))?.connect_lazy();
+    let retrying =
+        RetryLayer::new().with_default_timeout(Duration::from_secs(2)).with_idempotency_keys(true); // gRPC calls are POSTs: a key makes them retryable
+    let svc = ServiceBuilder::new()
+        .layer(BufferLayer::new(64 * 1024))
+        .layer(retrying.clone())
+        .layer(IntoTonicLayer)
+        .service(channel);
+    let mut client = tonic::client::Grpc::new(svc);
+    client.ready().await.map_err(|e| e.to_string())?;
+    let path = http::uri::PathAndQuery::from_static("/demo.Echo/Say");
+    let reply = client.unary(tonic::Request::new(b"hello".to_vec()), path, Raw).await?;
+    println!("client: {:?} after retries", String::from_utf8_lossy(reply.get_ref()));
+    let m = retrying.policy().metrics().snapshot();
+    println!("client: {} call(s), {} attempts", m.calls, m.attempts);
+    assert_eq!(m.attempts, 3);
+    Ok(())
+}
+
+/// A `TcpListener` as the stream of connections tonic's server wants.
+fn tokio_stream_from(
+    listener: tokio::net::TcpListener,
+) -> impl futures_core::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
+    struct Incoming(tokio::net::TcpListener);
+    impl futures_core::Stream for Incoming {
+        type Item = std::io::Result<tokio::net::TcpStream>;
+        fn poll_next(
+            self: std::pin::Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> Poll<Option<Self::Item>> {
+            self.0.poll_accept(cx).map(|r| Some(r.map(|(s, _)| s)))
+        }
+    }
+    Incoming(listener)
+}
