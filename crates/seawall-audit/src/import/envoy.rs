@@ -169,7 +169,12 @@ pub fn parse(path: &Path, text: &str, select: &Select) -> Result<Vec<RetryLayer>
                 continue;
             }
             let anchor = r.name.as_deref().or(r.vhost.as_deref()).unwrap_or("virtual_hosts");
-            let start = super::line_of(&doc, 1, anchor).unwrap_or(1);
+            // Prefer the `name:` line over any other mention (a domain may contain the name).
+            let start =
+                [format!("name: {anchor}"), format!("\"name\": \"{anchor}\""), anchor.to_string()]
+                    .iter()
+                    .find_map(|needle| super::line_of(&doc, 1, needle))
+                    .unwrap_or(1);
             let line = first - 1
                 + super::line_of(&doc, start, "etry_policy")
                     .or_else(|| super::line_of(&doc, start, "etryPolicy"))
