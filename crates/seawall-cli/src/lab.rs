@@ -1,19 +1,132 @@
-//! `seawall lab` (being built; see its issue).
+//! `seawall lab`: real tiers on loopback, an injected fault, before and after.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use seawall_lab::{FaultSpec, LabParams, Launcher, Stack};
 
 /// Arguments of `seawall lab`.
 #[derive(Debug, clap::Args)]
-pub(crate) struct Args {}
+pub(crate) struct Args {
+    /// Configuration to run (repeatable): baseline (every tier retries) or seawall.
+    #[arg(long = "config", value_name = "baseline|seawall")]
+    configs: Vec<String>,
+    /// Offered load at the edge, requests per second.
+    #[arg(long, default_value_t = 160.0)]
+    rate: f64,
+    /// Ramp the offered load linearly to this rate by the end of the run.
+    #[arg(long, value_name = "RPS")]
+    ramp_to: Option<f64>,
+    /// The dependency's capacity, requests per second.
+    #[arg(long, default_value_t = 200.0)]
+    capacity: f64,
+    /// Dependency workers (capacity = workers / service time).
+    #[arg(long, default_value_t = 4)]
+    workers: u32,
+    /// The fault: fail|hang|slow|restart:SECONDS, or `none`.
+    #[arg(long, default_value = "fail:10", value_name = "KIND:SECONDS")]
+    fault: String,
+    /// When the fault starts, seconds from the start of the load.
+    #[arg(long, default_value_t = 5.0)]
+    at: f64,
+    /// Length of the load per configuration, seconds.
+    #[arg(long, default_value_t = 25.0)]
+    duration: f64,
+    /// Each edge request's deadline, milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    deadline_ms: u64,
+    /// postgres://… : the order service queries this PostgreSQL (not built yet).
+    #[arg(long, value_name = "URL")]
+    backend: Option<String>,
+    /// Seed for jitter.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Write results.json and report.html here.
+    #[arg(long, default_value = "lab-report")]
+    out: PathBuf,
+    /// Print results.json to stdout (the tables go to stderr).
+    #[arg(long)]
+    json: bool,
+}
 
 /// Arguments of the hidden `seawall lab-node`.
 #[derive(Debug, clap::Args)]
-pub(crate) struct NodeArgs {}
-
-pub(crate) fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`seawall lab` is not built yet")
+pub(crate) struct NodeArgs {
+    /// The node's spec, JSON.
+    #[arg(long)]
+    spec: String,
+    /// Exit after this many seconds whatever happens.
+    #[arg(long)]
+    max_runtime: u64,
 }
 
-pub(crate) fn run_node(_args: NodeArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`seawall lab-node` is not built yet")
+fn seconds(flag: &str, s: f64) -> anyhow::Result<Duration> {
+    anyhow::ensure!(
+        s.is_finite() && (0.0..=3600.0).contains(&s),
+        "{flag}: in [0, 3600] s, got {s}"
+    );
+    Ok(Duration::from_secs_f64(s))
+}
+
+fn params(args: &Args) -> anyhow::Result<LabParams> {
+    let stacks = if args.configs.is_empty() {
+        vec![Stack::Baseline, Stack::Seawall]
+    } else {
+        args.configs.iter().map(|c| c.parse::<Stack>()).collect::<Result<_, _>>()?
+    };
+    let fault = match args.fault.as_str() {
+        "none" => None,
+        f => Some(f.parse::<FaultSpec>()?),
+    };
+    let p = LabParams {
+        stacks,
+        rate: args.rate,
+        ramp_to: args.ramp_to,
+        capacity: args.capacity,
+        workers: args.workers,
+        fault,
+        at: seconds("--at", args.at)?,
+        duration: seconds("--duration", args.duration)?,
+        deadline: Duration::from_millis(args.deadline_ms),
+        backend: args.backend.clone(),
+        seed: args.seed,
+    };
+    p.validate()?;
+    Ok(p)
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let params = params(&args)?;
+    anyhow::ensure!(params.backend.is_none(), "--backend: the PostgreSQL backend is not built yet");
+    let exe = std::env::current_exe().context("locating the seawall binary")?;
+    let launcher = Launcher::Process { exe, args: vec!["lab-node".into()] };
+    let Some(out) = seawall_lab::run_lab_blocking(&params, &launcher, |c| {
+        eprintln!("seawall lab: running {c} for {:?}", params.duration);
+    })?
+    else {
+        eprintln!("seawall lab: interrupted; every node stopped");
+        return Ok(ExitCode::from(130));
+    };
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let json = out.results.to_json();
+    std::fs::write(args.out.join("results.json"), &json).context("writing results.json")?;
+    std::fs::write(args.out.join("report.html"), seawall_report::render_html(&out.results))
+        .context("writing report.html")?;
+    let tables = format!("{}\n{}", seawall_report::render_table(&out.results), out.figures_table());
+    if args.json {
+        print!("{json}");
+        eprint!("{tables}");
+    } else {
+        print!("{tables}");
+        println!("wrote {}", args.out.join("report.html").display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn run_node(args: NodeArgs) -> anyhow::Result<ExitCode> {
+    seawall_lab::launch::run_child(&args.spec, Duration::from_secs(args.max_runtime))?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,259 @@
+//! What a lab run is asked to do: the stack configuration, the load, the fault, validated.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::LabError;
+
+/// How the tiers retry and protect themselves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stack {
+    /// The seeds' teams: every tier retries (3 attempts, flat 100 ms, no jitter, no budget, no
+    /// deadline, a 250 ms per-try timeout), servers queue without limit and finish work whose
+    /// caller has gone.
+    Baseline,
+    /// DESIGN.md: one owner layer at the edge (full jitter, budget, deadline), fail-fast below,
+    /// servers shed (retries first) and drop doomed work.
+    Seawall,
+}
+
+impl Stack {
+    /// The name used on the command line and in results.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stack::Baseline => "baseline",
+            Stack::Seawall => "seawall",
+        }
+    }
+}
+
+impl fmt::Display for Stack {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Stack {
+    type Err = LabError;
+    fn from_str(s: &str) -> Result<Self, LabError> {
+        match s {
+            "baseline" => Ok(Stack::Baseline),
+            "seawall" => Ok(Stack::Seawall),
+            _ => Err(LabError::bad_input(
+                "--config",
+                format!("expected baseline or seawall, got {s:?}"),
+            )),
+        }
+    }
+}
+
+/// What the dependency does during the fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    /// Every request fails at once with a 503 (seed 002's "every database query failing").
+    Fail,
+    /// Requests are held, unanswered, until the fault ends (a GC pause, a lock).
+    Hang,
+    /// Service time ×6 (seed 000's p50 40 → 240 ms).
+    Slow,
+    /// Down (fails fast) for the fault, then back with a cold cache: service time ×4, warming
+    /// linearly over the next five seconds' worth of capacity (seed 001's restarts).
+    Restart,
+}
+
+impl FaultKind {
+    /// The name used on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FaultKind::Fail => "fail",
+            FaultKind::Hang => "hang",
+            FaultKind::Slow => "slow",
+            FaultKind::Restart => "restart",
+        }
+    }
+}
+
+/// A fault: what, and for how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FaultSpec {
+    /// What the dependency does.
+    pub kind: FaultKind,
+    /// For how long.
+    pub duration: Duration,
+}
+
+impl FromStr for FaultSpec {
+    type Err = LabError;
+    /// `KIND:SECONDS`, e.g. `fail:10`, `hang:5`, `slow:10`, `restart:3`.
+    fn from_str(s: &str) -> Result<Self, LabError> {
+        let bad = || {
+            LabError::bad_input(
+                "--fault",
+                format!(
+                    "expected KIND:SECONDS with KIND fail|hang|slow|restart and 1..=600 s, got {s:?}"
+                ),
+            )
+        };
+        let (k, secs) = s.split_once(':').ok_or_else(bad)?;
+        let kind = match k {
+            "fail" => FaultKind::Fail,
+            "hang" => FaultKind::Hang,
+            "slow" => FaultKind::Slow,
+            "restart" => FaultKind::Restart,
+            _ => return Err(bad()),
+        };
+        let secs: f64 = secs.parse().map_err(|_| bad())?;
+        if !(1.0..=600.0).contains(&secs) {
+            return Err(bad());
+        }
+        Ok(FaultSpec { kind, duration: Duration::from_secs_f64(secs) })
+    }
+}
+
+impl fmt::Display for FaultSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.kind.as_str(), self.duration.as_secs_f64())
+    }
+}
+
+/// The parameters of a lab run. Build with [`LabParams::default`] and the `with_*` setters, then
+/// [`LabParams::validate`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabParams {
+    /// Configurations to run, one after the other.
+    pub stacks: Vec<Stack>,
+    /// Offered load at the edge, requests per second.
+    pub rate: f64,
+    /// Offered load at the end of the run (a linear ramp from `rate`); `None` for a fixed rate.
+    pub ramp_to: Option<f64>,
+    /// The dependency's capacity, requests per second (`workers / service_time`).
+    pub capacity: f64,
+    /// Dependency workers (concurrency).
+    pub workers: u32,
+    /// The fault, if any.
+    pub fault: Option<FaultSpec>,
+    /// When the fault starts, from the start of the load.
+    pub at: Duration,
+    /// Length of the load, per configuration.
+    pub duration: Duration,
+    /// Deadline of each edge request (the user gives up after it).
+    pub deadline: Duration,
+    /// `postgres://…`: the order service queries this PostgreSQL instead of the built-in
+    /// dependency.
+    pub backend: Option<String>,
+    /// Seed for the jitter and the load generator.
+    pub seed: u64,
+}
+
+impl Default for LabParams {
+    /// About a minute for both configurations on 2 cores: capacity 200 rps (4 workers × 20 ms),
+    /// 160 rps offered (80 %), a 10 s fail-fast fault at 5 s, 25 s per configuration, a 1 s edge
+    /// deadline.
+    fn default() -> Self {
+        LabParams {
+            stacks: vec![Stack::Baseline, Stack::Seawall],
+            rate: 160.0,
+            ramp_to: None,
+            capacity: 200.0,
+            workers: 4,
+            fault: Some(FaultSpec { kind: FaultKind::Fail, duration: Duration::from_secs(10) }),
+            at: Duration::from_secs(5),
+            duration: Duration::from_secs(25),
+            deadline: Duration::from_secs(1),
+            backend: None,
+            seed: 1,
+        }
+    }
+}
+
+impl LabParams {
+    /// The dependency's service time per request when healthy: `workers / capacity`.
+    pub fn service_time(&self) -> Duration {
+        Duration::from_secs_f64(f64::from(self.workers) / self.capacity)
+    }
+
+    /// Checks every field; the error names the flag.
+    pub fn validate(&self) -> Result<(), LabError> {
+        if self.stacks.is_empty() {
+            return Err(LabError::bad_input("--config", "at least one configuration"));
+        }
+        let rate_ok = |r: f64| r.is_finite() && (1.0..=5000.0).contains(&r);
+        if !rate_ok(self.rate) || !self.ramp_to.is_none_or(rate_ok) {
+            return Err(LabError::bad_input(
+                "--rate",
+                format!("in [1, 5000] rps, got {}", self.rate),
+            ));
+        }
+        if !(self.capacity.is_finite() && (10.0..=5000.0).contains(&self.capacity)) {
+            return Err(LabError::bad_input(
+                "--capacity",
+                format!("in [10, 5000] rps, got {}", self.capacity),
+            ));
+        }
+        if !(1..=256).contains(&self.workers) {
+            return Err(LabError::bad_input(
+                "--workers",
+                format!("in [1, 256], got {}", self.workers),
+            ));
+        }
+        let secs = self.duration.as_secs_f64();
+        if !(2.0..=600.0).contains(&secs) {
+            return Err(LabError::bad_input("--duration", format!("in [2, 600] s, got {secs}")));
+        }
+        if let Some(f) = &self.fault
+            && self.at + f.duration > self.duration
+        {
+            return Err(LabError::bad_input(
+                "--at",
+                format!(
+                    "the fault ({f}) starting at {:?} must end within --duration {secs} s",
+                    self.at
+                ),
+            ));
+        }
+        let dl = self.deadline.as_millis();
+        if !(10..=60_000).contains(&dl) {
+            return Err(LabError::bad_input("--deadline-ms", format!("in [10, 60000], got {dl}")));
+        }
+        if let Some(b) = &self.backend
+            && !(b.starts_with("postgres://") || b.starts_with("postgresql://"))
+        {
+            return Err(LabError::bad_input(
+                "--backend",
+                format!("expected postgres://…, got {b:?}"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_faults_and_stacks() {
+        let f: FaultSpec = "slow:10".parse().unwrap();
+        assert_eq!((f.kind, f.duration), (FaultKind::Slow, Duration::from_secs(10)));
+        for bad in ["", "slow", "slow:", "melt:3", "fail:0", "fail:-1", "fail:nan", "fail:1e9"] {
+            assert!(bad.parse::<FaultSpec>().unwrap_err().is_bad_input(), "{bad}");
+        }
+        assert_eq!("seawall".parse::<Stack>().unwrap(), Stack::Seawall);
+        assert!("naive".parse::<Stack>().is_err());
+    }
+
+    #[test]
+    fn defaults_validate_and_bad_values_name_the_flag() {
+        LabParams::default().validate().unwrap();
+        let p = LabParams { at: Duration::from_secs(20), ..LabParams::default() };
+        assert!(p.validate().unwrap_err().to_string().starts_with("--at"));
+        let p = LabParams { rate: 0.0, ..LabParams::default() };
+        assert!(p.validate().unwrap_err().to_string().starts_with("--rate"));
+        assert_eq!(LabParams::default().service_time(), Duration::from_millis(20));
+    }
+}

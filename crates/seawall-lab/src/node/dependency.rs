@@ -1,0 +1,198 @@
+//! The built-in dependency: `workers` × `service_time` of capacity, slower when overloaded, and
+//! the faults the parent injects through its admin endpoint.
+//!
+//! Overload physics (Bronson et al.'s "an order of magnitude slower above 300 QPS", gentler):
+//! with `n` requests in the system (queued + running) and `w` workers, each request takes
+//! `service_time × (1 + 2 · clamp((n − 2w) / 4w, 0, 1))`: normal while the queue is shorter than
+//! the worker pool, up to 3× slower once it is five times as long (contention, cache thrash).
+//! Capacity therefore falls to a third exactly when the system is overloaded: the metastable
+//! trap that retries keep a system in.
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{get, post};
+use tokio::sync::Semaphore;
+
+use super::NodeSpec;
+use super::stats::{NodeStats, QueueSlot};
+use crate::config::{FaultKind, Stack};
+
+/// Slowdown at full overload (queue ≥ workers).
+const THRASH: f64 = 3.0;
+/// Service time multiplier of a `slow` fault (seed 000: p50 40 → 240 ms).
+const SLOW: f64 = 6.0;
+/// Service time multiplier right after a restart; warms linearly.
+const COLD: f64 = 4.0;
+/// Seconds of healthy capacity a restarted dependency must serve to be warm again.
+const WARMUP_S: f64 = 5.0;
+
+#[derive(Debug, Clone, Copy)]
+struct FaultState {
+    kind: FaultKind,
+    until: Instant,
+}
+
+/// The dependency's state.
+#[derive(Debug)]
+pub struct Dependency {
+    stack: Stack,
+    workers: u32,
+    service: Duration,
+    pool: Semaphore,
+    in_system: AtomicU64,
+    fault: Mutex<Option<FaultState>>,
+    /// Requests left to serve before a restarted dependency is warm.
+    cold_left: AtomicU64,
+    warmup: u64,
+    stats: NodeStats,
+}
+
+impl Dependency {
+    /// A healthy dependency for `spec`.
+    pub fn new(spec: &NodeSpec) -> Self {
+        let capacity = f64::from(spec.workers) / spec.service_time.as_secs_f64().max(1e-6);
+        Dependency {
+            stack: spec.stack,
+            workers: spec.workers,
+            service: spec.service_time,
+            pool: Semaphore::new(spec.workers as usize),
+            in_system: AtomicU64::new(0),
+            fault: Mutex::new(None),
+            cold_left: AtomicU64::new(0),
+            warmup: (capacity * WARMUP_S) as u64,
+            stats: NodeStats::default(),
+        }
+    }
+
+    /// Starts a fault now, for `length`.
+    pub fn inject(&self, kind: FaultKind, length: Duration) {
+        *self.fault.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(FaultState { kind, until: Instant::now() + length });
+        if kind == FaultKind::Restart {
+            self.cold_left.store(self.warmup, Ordering::Relaxed);
+        }
+    }
+
+    fn current_fault(&self) -> Option<FaultState> {
+        let f = *self.fault.lock().unwrap_or_else(|e| e.into_inner());
+        f.filter(|f| Instant::now() < f.until)
+    }
+
+    fn service_time(&self, n: u64) -> Duration {
+        let w = f64::from(self.workers);
+        let over = ((n as f64 - 2.0 * w) / (4.0 * w)).clamp(0.0, 1.0);
+        let mut factor = 1.0 + (THRASH - 1.0) * over;
+        if matches!(self.current_fault(), Some(f) if f.kind == FaultKind::Slow) {
+            factor *= SLOW;
+        }
+        let cold = self.cold_left.load(Ordering::Relaxed);
+        if cold > 0 {
+            self.cold_left.fetch_sub(1, Ordering::Relaxed);
+            factor *= 1.0 + (COLD - 1.0) * cold as f64 / self.warmup.max(1) as f64;
+        }
+        self.service.mul_f64(factor)
+    }
+
+    /// One request's work: wait for a worker, then hold it for the service time. `deadline`
+    /// (seawall only) drops the request if it expired while queued. `gone` says whether the
+    /// caller left (the work is then wasted).
+    async fn work(&self, deadline: Option<Instant>, gone: &AtomicBool) -> StatusCode {
+        if let Some(f) = self.current_fault()
+            && matches!(f.kind, FaultKind::Fail | FaultKind::Restart)
+        {
+            return StatusCode::SERVICE_UNAVAILABLE;
+        }
+        self.in_system.fetch_add(1, Ordering::Relaxed);
+        let _leave = Leave(&self.in_system);
+        let slot = QueueSlot::new(&self.stats);
+        let Ok(_permit) = self.pool.acquire().await else {
+            return StatusCode::SERVICE_UNAVAILABLE;
+        };
+        slot.done();
+        if let Some(f) = self.current_fault()
+            && f.kind == FaultKind::Hang
+        {
+            tokio::time::sleep_until(f.until.into()).await;
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            self.stats.doomed();
+            return StatusCode::SERVICE_UNAVAILABLE;
+        }
+        let t = self.service_time(self.in_system.load(Ordering::Relaxed));
+        tokio::time::sleep(t).await;
+        self.stats.completed(gone.load(Ordering::Relaxed));
+        StatusCode::OK
+    }
+}
+
+struct Leave<'a>(&'a AtomicU64);
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Sets the flag when the handler is dropped before the work finished (the caller left).
+struct GoneOnDrop(Arc<AtomicBool>);
+
+impl Drop for GoneOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+async fn handle(State(dep): State<Arc<Dependency>>, headers: HeaderMap) -> StatusCode {
+    dep.stats.received();
+    match dep.stack {
+        // Baseline: a server that finishes what it started, caller or not (what the seeds'
+        // databases did): the work runs detached from the request.
+        Stack::Baseline => {
+            let gone = Arc::new(AtomicBool::new(false));
+            let _guard = GoneOnDrop(gone.clone());
+            let d = dep.clone();
+            let job = tokio::spawn(async move { d.work(None, &gone).await });
+            job.await.unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+        }
+        // Seawall: the handler is the work; a caller that leaves cancels it, and the deadline
+        // the caller sent drops it if it expires in the queue.
+        Stack::Seawall => {
+            let deadline = super::tier::header_deadline(&headers).map(|d| Instant::now() + d);
+            dep.work(deadline, &AtomicBool::new(false)).await
+        }
+    }
+}
+
+async fn fault(
+    State(dep): State<Arc<Dependency>>,
+    Path((kind, ms)): Path<(String, u64)>,
+) -> StatusCode {
+    let kind = match kind.as_str() {
+        "fail" => FaultKind::Fail,
+        "hang" => FaultKind::Hang,
+        "slow" => FaultKind::Slow,
+        "restart" => FaultKind::Restart,
+        _ => return StatusCode::BAD_REQUEST,
+    };
+    dep.inject(kind, Duration::from_millis(ms.min(3_600_000)));
+    StatusCode::NO_CONTENT
+}
+
+async fn stats(State(dep): State<Arc<Dependency>>) -> String {
+    serde_json::to_string(&dep.stats.snapshot()).unwrap_or_default()
+}
+
+/// The dependency's routes: `GET /`, `GET /lab/stats`, `POST /lab/fault/{kind}/{ms}`.
+pub fn router(dep: Arc<Dependency>) -> Router {
+    Router::new()
+        .route("/", get(handle))
+        .route("/lab/stats", get(stats))
+        .route("/lab/fault/{kind}/{ms}", post(fault))
+        .with_state(dep)
+}

@@ -1,0 +1,117 @@
+//! One tier of the lab stack: what it is ([`NodeSpec`]) and how it serves ([`serve`]).
+//!
+//! Every node is an axum server on 127.0.0.1 with `GET /lab/stats`. Tiers (edge, gateway, order)
+//! answer `GET /` by calling the next tier through a real HTTP client; the dependency does the
+//! work itself and takes faults at `POST /lab/fault/{kind}/{ms}`.
+
+pub mod client;
+pub mod dependency;
+pub mod stats;
+pub mod tier;
+
+use std::future::{Future, IntoFuture};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::net::TcpListener;
+
+use crate::config::Stack;
+use crate::{LabError, LabParams};
+
+/// Which tier a node is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Receives the load generator's requests.
+    Edge,
+    /// The middle tier.
+    Gateway,
+    /// The order service, client of the dependency.
+    Order,
+    /// The built-in dependency: fixed capacity, slower above it, takes faults.
+    Dependency,
+}
+
+impl Role {
+    /// The stack top to bottom.
+    pub const ALL: [Role; 4] = [Role::Edge, Role::Gateway, Role::Order, Role::Dependency];
+
+    /// The tier's name in results.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Edge => "edge",
+            Role::Gateway => "gateway",
+            Role::Order => "order",
+            Role::Dependency => "dependency",
+        }
+    }
+}
+
+/// Everything a node needs to start (passed to a child process as JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeSpec {
+    /// Which tier.
+    pub role: Role,
+    /// How it retries and protects itself.
+    pub stack: Stack,
+    /// `http://127.0.0.1:PORT` of the next tier (tiers only).
+    pub downstream: Option<String>,
+    /// Dependency workers.
+    pub workers: u32,
+    /// Dependency service time when healthy.
+    pub service_time: Duration,
+    /// `postgres://…` for the order service's backend, instead of the dependency node.
+    pub backend: Option<String>,
+    /// Seed for jitter.
+    pub seed: u64,
+}
+
+impl NodeSpec {
+    /// The spec of `role` for a run with `params`.
+    pub fn new(role: Role, stack: Stack, params: &LabParams, downstream: Option<String>) -> Self {
+        NodeSpec {
+            role,
+            stack,
+            downstream,
+            workers: params.workers,
+            service_time: params.service_time(),
+            backend: if role == Role::Order { params.backend.clone() } else { None },
+            seed: params.seed.wrapping_add(role as u64),
+        }
+    }
+
+    /// JSON for the command line of a child.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("spec serializes")
+    }
+
+    /// From [`NodeSpec::to_json`].
+    pub fn from_json(s: &str) -> Result<Self, LabError> {
+        serde_json::from_str(s).map_err(|e| LabError::bad_input("--spec", e.to_string()))
+    }
+}
+
+/// Serves `spec` on `listener` until `shutdown` completes.
+pub async fn serve(
+    spec: NodeSpec,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), LabError> {
+    let app = match spec.role {
+        Role::Dependency => dependency::router(Arc::new(dependency::Dependency::new(&spec))),
+        _ => tier::router(tier::Tier::new(&spec).await?),
+    };
+    // Not a graceful shutdown: a lab node's in-flight work (hung requests, retry chains) is
+    // exactly what must not outlive the run.
+    tokio::select! {
+        r = axum::serve(listener, app).into_future() => r?,
+        () = shutdown => {}
+    }
+    Ok(())
+}
+
+/// Binds 127.0.0.1 on a free port.
+pub async fn bind_loopback() -> Result<TcpListener, LabError> {
+    Ok(TcpListener::bind(("127.0.0.1", 0)).await?)
+}

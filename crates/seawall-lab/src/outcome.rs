@@ -1,0 +1,84 @@
+//! The whole lab: every configuration in turn, and the report of all of them.
+
+use seawall_report::Results;
+
+use crate::LabError;
+use crate::config::LabParams;
+use crate::launch::Launcher;
+use crate::report::{LabFigures, to_results, to_run};
+use crate::run::run_stack;
+
+/// Pause between configurations.
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// What a lab run produced.
+#[derive(Debug, Clone)]
+pub struct LabOutcome {
+    /// The shared results (one run per configuration, in the order asked).
+    pub results: Results,
+    /// The lab's own figures, one per run, same order.
+    pub figures: Vec<LabFigures>,
+}
+
+impl LabOutcome {
+    /// The lab's figures as a plain-text table, one row per configuration.
+    pub fn figures_table(&self) -> String {
+        let mut s = String::from(
+            "config     attempts/edge-req(fault)  goodput/s  offered/s  budget-refusals  shed  lag(s)\n",
+        );
+        for (run, f) in self.results.runs.iter().zip(&self.figures) {
+            s.push_str(&format!(
+                "{:<10} {:>24.2}  {:>9.1}  {:>9.1}  {:>15}  {:>4}  {:>6.3}\n",
+                run.policy,
+                f.amplification_during,
+                f.goodput_rps,
+                f.offered_rps,
+                f.budget_refusals,
+                f.shed,
+                f.max_lag_s
+            ));
+        }
+        s
+    }
+}
+
+/// Runs every configuration of `params` in turn (validated first), starting nodes with
+/// `launcher`. `progress` is told when each configuration starts.
+pub async fn run_lab(
+    params: &LabParams,
+    launcher: &Launcher,
+    mut progress: impl FnMut(&str),
+) -> Result<LabOutcome, LabError> {
+    params.validate()?;
+    let mut runs = Vec::new();
+    let mut figures = Vec::new();
+    for (i, &stack) in params.stacks.iter().enumerate() {
+        if i > 0 {
+            // Let the previous stack's sockets and threads wind down before measuring the next.
+            tokio::time::sleep(SETTLE).await;
+        }
+        progress(stack.as_str());
+        let m = run_stack(params, stack, launcher).await?;
+        let (run, f) = to_run(params, &m);
+        runs.push(run);
+        figures.push(f);
+    }
+    Ok(LabOutcome { results: to_results(params, runs), figures })
+}
+
+/// [`run_lab`] on a runtime of its own, for a binary: returns `Ok(None)` if interrupted by
+/// Ctrl-C (every node is stopped either way).
+pub fn run_lab_blocking(
+    params: &LabParams,
+    launcher: &Launcher,
+    progress: impl FnMut(&str),
+) -> Result<Option<LabOutcome>, LabError> {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    rt.block_on(async {
+        tokio::select! {
+            r = run_lab(params, launcher, progress) => r.map(Some),
+            // Dropping the lab future drops every node handle: children are killed.
+            _ = tokio::signal::ctrl_c() => Ok(None),
+        }
+    })
+}

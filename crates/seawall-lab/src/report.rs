@@ -1,0 +1,129 @@
+//! Turning measurements into the shared [`Results`] (source `Lab`), plus the lab's own figures.
+
+use seawall_report::{Fault, Results, Run, Series, Source, summarize};
+
+use crate::config::LabParams;
+use crate::node::Role;
+use crate::run::Measured;
+
+/// Seconds at the start of the fault left out of [`LabFigures::amplification_during`]: the
+/// time a baseline retry chain takes to reach its full fan-out (3 × (3 × 250 ms + 200 ms)).
+pub const SETTLE_S: usize = 3;
+
+/// Figures the lab reports beyond [`Run`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LabFigures {
+    /// Attempts reaching the dependency per edge request during the fault, after
+    /// [`SETTLE_S`] seconds of settling (0 without a fault).
+    pub amplification_during: f64,
+    /// Goodput in requests per second over the whole run.
+    pub goodput_rps: f64,
+    /// Offered edge requests per second over the whole run.
+    pub offered_rps: f64,
+    /// Retries refused by the budget over the run.
+    pub budget_refusals: u64,
+    /// Requests shed or dropped as doomed, all tiers, over the run.
+    pub shed: u64,
+    /// The load generator's worst lag behind its schedule, seconds.
+    pub max_lag_s: f64,
+}
+
+fn deltas(
+    m: &Measured,
+    tier: usize,
+    f: impl Fn(&crate::node::stats::StatsSnapshot) -> u64,
+) -> Vec<f64> {
+    m.ticks.windows(2).map(|w| f(&w[1][tier]).saturating_sub(f(&w[0][tier])) as f64).collect()
+}
+
+/// The fault window of `params`, in the report's terms.
+pub fn fault_of(params: &LabParams) -> Option<Fault> {
+    params.fault.map(|f| {
+        let start_s = params.at.as_secs_f64();
+        Fault {
+            kind: format!(
+                "{} of the dependency for {} s",
+                f.kind.as_str(),
+                f.duration.as_secs_f64()
+            ),
+            start_s,
+            end_s: start_s + f.duration.as_secs_f64(),
+        }
+    })
+}
+
+/// One configuration's [`Run`] and [`LabFigures`].
+pub fn to_run(params: &LabParams, m: &Measured) -> (Run, LabFigures) {
+    let n = m.load.offered.len().min(m.ticks.len().saturating_sub(1));
+    let tiers = Role::ALL.len();
+    let bottom = tiers - 1;
+    let sum_tiers = |f: &dyn Fn(&crate::node::stats::StatsSnapshot) -> u64| -> Vec<f64> {
+        (0..n).map(|k| (0..tiers).map(|t| deltas(m, t, f)[k]).sum()).collect()
+    };
+    let mut series = Series {
+        t: (0..n).map(|k| k as f64).collect(),
+        edge_rps: m.load.offered[..n].iter().map(|&x| x as f64).collect(),
+        goodput_rps: m.load.good[..n].iter().map(|&x| x as f64).collect(),
+        bottom_attempts_rps: deltas(m, bottom, |s| s.received)[..n].to_vec(),
+        tier_attempts_rps: (0..tiers).map(|t| deltas(m, t, |s| s.received)[..n].to_vec()).collect(),
+        queue_age_s: (1..=n).map(|k| m.ticks[k][bottom].queue_age_s).collect(),
+        budget_refusals_rps: sum_tiers(&|s| s.budget_refusals),
+        shed_rps: sum_tiers(&|s| s.shed + s.doomed),
+        breaker_open: vec![0.0; n],
+    };
+    series.t.truncate(n);
+    let fault = fault_of(params);
+    let sum = summarize(&series, fault.as_ref());
+    let total = |v: &[f64]| v.iter().sum::<f64>();
+    let offered = total(&series.edge_rps);
+    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+    let amplification_during = fault.as_ref().map_or(0.0, |f| {
+        let (a, b) = (f.start_s as usize + SETTLE_S, (f.end_s as usize).min(n));
+        let a = a.min(b);
+        ratio(total(&series.bottom_attempts_rps[a..b]), total(&series.edge_rps[a..b]))
+    });
+    let last = m.ticks.last().map(|r| r[bottom]).unwrap_or_default();
+    let figures = LabFigures {
+        amplification_during,
+        goodput_rps: ratio(total(&series.goodput_rps), n as f64),
+        offered_rps: ratio(offered, n as f64),
+        budget_refusals: total(&series.budget_refusals_rps) as u64,
+        shed: total(&series.shed_rps) as u64,
+        max_lag_s: m.load.max_lag.as_secs_f64(),
+    };
+    let run = Run {
+        policy: m.stack.map_or("?", |s| s.as_str()).to_string(),
+        recovered: sum.recovered,
+        recovery_s: sum.recovery_s,
+        peak_amplification: sum.peak_amplification,
+        attempts_per_call: ratio(total(&series.bottom_attempts_rps), offered),
+        goodput_before: sum.goodput_before,
+        goodput_during: sum.goodput_during,
+        goodput_after: sum.goodput_after,
+        wasted_work: ratio(last.wasted as f64, last.completed as f64),
+        events: offered as u64,
+        series,
+    };
+    (run, figures)
+}
+
+/// The [`Results`] of a lab run.
+pub fn to_results(params: &LabParams, runs: Vec<Run>) -> Results {
+    Results {
+        scenario: "lab".into(),
+        description: format!(
+            "real tiers on 127.0.0.1: {} rps offered to a {} rps dependency{}",
+            params.rate,
+            params.capacity,
+            params
+                .fault
+                .map_or(String::new(), |f| format!(", fault {f} at {} s", params.at.as_secs_f64())),
+        ),
+        seed: params.seed,
+        source: Source::Lab,
+        duration_s: params.duration.as_secs_f64(),
+        fault: fault_of(params),
+        tiers: Role::ALL.iter().map(|r| r.as_str().to_string()).collect(),
+        runs,
+    }
+}

@@ -1,0 +1,63 @@
+//! The parent's HTTP calls to its nodes: stats each second, and the fault at `--at`.
+
+use bytes::Bytes;
+use http::{Method, Request};
+use http_body_util::{BodyExt, Empty};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use std::time::Duration;
+
+use crate::LabError;
+use crate::config::FaultSpec;
+use crate::node::stats::StatsSnapshot;
+
+/// A small client for the nodes' `/lab/…` endpoints.
+#[derive(Debug, Clone)]
+pub struct Admin {
+    http: Client<HttpConnector, Empty<Bytes>>,
+}
+
+impl Default for Admin {
+    fn default() -> Self {
+        Admin { http: Client::builder(TokioExecutor::new()).build(HttpConnector::new()) }
+    }
+}
+
+impl Admin {
+    async fn send(&self, method: Method, url: String) -> Result<(u16, Bytes), LabError> {
+        let req = Request::builder()
+            .method(method)
+            .uri(&url)
+            .body(Empty::new())
+            .map_err(|e| LabError::Http(format!("{url}: {e}")))?;
+        let call = async {
+            let resp =
+                self.http.request(req).await.map_err(|e| LabError::Http(format!("{url}: {e}")))?;
+            let status = resp.status().as_u16();
+            let body =
+                resp.into_body().collect().await.map_err(|e| LabError::Http(e.to_string()))?;
+            Ok((status, body.to_bytes()))
+        };
+        // A node too busy to answer its stats within a second is itself a finding, not a hang.
+        tokio::time::timeout(Duration::from_secs(2), call)
+            .await
+            .map_err(|_| LabError::Http(format!("{url}: no answer within 2 s")))?
+    }
+
+    /// The node's counters (`GET /lab/stats`).
+    pub async fn stats(&self, base: &str) -> Result<StatsSnapshot, LabError> {
+        let (_, body) = self.send(Method::GET, format!("{base}/lab/stats")).await?;
+        serde_json::from_slice(&body).map_err(|e| LabError::Http(format!("{base}/lab/stats: {e}")))
+    }
+
+    /// Starts `fault` on the dependency at `base` now.
+    pub async fn inject(&self, base: &str, fault: FaultSpec) -> Result<(), LabError> {
+        let url =
+            format!("{base}/lab/fault/{}/{}", fault.kind.as_str(), fault.duration.as_millis());
+        match self.send(Method::POST, url.clone()).await? {
+            (204, _) => Ok(()),
+            (s, _) => Err(LabError::Http(format!("{url}: status {s}"))),
+        }
+    }
+}

@@ -1,0 +1,35 @@
+//! A short lab (nodes as in-process threads, each with its own runtime): the fault at 80 % of
+//! capacity keeps the baseline down and not the seawall stack, and the baseline multiplies
+//! attempts at the dependency by about 27 where seawall stays at one.
+
+use std::time::Duration;
+
+use seawall_lab::{FaultKind, FaultSpec, LabParams, Launcher, Stack, run_lab};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn baseline_stays_down_seawall_recovers() {
+    let params = LabParams {
+        stacks: vec![Stack::Baseline, Stack::Seawall],
+        fault: Some(FaultSpec { kind: FaultKind::Fail, duration: Duration::from_secs(5) }),
+        at: Duration::from_secs(2),
+        duration: Duration::from_secs(12),
+        // A small stack, so that the baseline's 27-fold storm fits a debug build on 2 cores.
+        rate: 40.0,
+        capacity: 50.0,
+        workers: 2,
+        ..LabParams::default()
+    };
+    let out = run_lab(&params, &Launcher::InProcess, |_| {}).await.expect("lab runs");
+    eprintln!("{}", seawall_report::render_table(&out.results));
+    eprintln!("{}", out.figures_table());
+    for r in &out.results.runs {
+        eprintln!("{}: good {:?}", r.policy, r.series.goodput_rps);
+        eprintln!("{}: bottom {:?}", r.policy, r.series.bottom_attempts_rps);
+    }
+    let (base, sea) = (&out.results.runs[0], &out.results.runs[1]);
+    assert!(!base.recovered, "baseline recovered: {:?}", base.series.goodput_rps);
+    assert!(sea.recovered, "seawall did not recover: {:?}", sea.series.goodput_rps);
+    let (fb, fs) = (out.figures[0].amplification_during, out.figures[1].amplification_during);
+    assert!((22.0..=28.0).contains(&fb), "baseline amplification {fb}, expected ≈ 27");
+    assert!(fs <= 1.2, "seawall amplification {fs}");
+}
