@@ -16,7 +16,8 @@ fn steady(n: usize) -> Vec<Sample> {
 fn learns_then_healthy() {
     let mut c = Classifier::new(Thresholds::default());
     let v = run(&mut c, &steady(12));
-    assert!(v[..9].iter().all(|k| *k == VerdictKind::Learning), "{v:?}");
+    assert_eq!(v[5], VerdictKind::Healthy, "5 s of warm-up by default");
+    assert!(v[..4].iter().all(|k| *k == VerdictKind::Learning), "{v:?}");
     assert_eq!(v[11], VerdictKind::Healthy);
 }
 
