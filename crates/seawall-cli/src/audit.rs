@@ -3,6 +3,7 @@
 //! Exit status: 0 when no finding is at or above `--fail-on`, 1 when one is, 2 when the input
 //! cannot be read or understood (the error names the file, the line and what was expected).
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -41,12 +42,21 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let report = seawall_audit::audit_file(&args.graph)
         .with_context(|| format!("cannot audit {}", args.graph.display()))?;
     let name = args.graph.display().to_string();
-    if args.json {
-        println!("{}", report.to_json());
+    let text = if args.json {
+        report.to_json() + "\n"
     } else if args.sarif {
-        println!("{}", sarif::render(&report, &name));
+        sarif::render(&report, &name) + "\n"
     } else {
-        print!("{}", table::render(&report, &name));
+        table::render(&report, &name)
+    };
+    // `println!` panics when stdout is a closed pipe (`| head`); a reader that stops early is
+    // not an error, and the exit status still reports the findings.
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            return Err(e).context("cannot write the report");
+        }
+        _ => {}
     }
     let threshold = Severity::parse(&args.fail_on);
     let failed = matches!((threshold, report.worst_severity()), (Some(t), Some(w)) if w >= t);
