@@ -13,6 +13,10 @@ use crate::time::Instant;
 const SLOTS: u32 = 12;
 /// Slots summed: the window plus the slot in progress, as in the ratio budget.
 const SPAN: u32 = SLOTS + 1;
+/// Lane of the requests.
+const REQUESTS: usize = 0;
+/// Lane of the accepts.
+const ACCEPTS: usize = 1;
 
 /// Adaptive client throttling: each attempt is refused locally with probability
 /// `max(0, (requests − K × accepts) / (requests + 1))` over the last two minutes.
@@ -54,8 +58,8 @@ const SPAN: u32 = SLOTS + 1;
 #[derive(Debug)]
 pub struct AdaptiveThrottle {
     clock: SlotClock,
-    requests: SlotCounts,
-    accepts: SlotCounts,
+    /// Lane [`REQUESTS`] and lane [`ACCEPTS`] of each slot share a cache line.
+    counts: SlotCounts<2>,
     k: f64,
 }
 
@@ -75,12 +79,7 @@ impl AdaptiveThrottle {
         }
         let k = check_f64("budget.k", "in [1, 10]", k, 1.0, 10.0)?;
         let slot_nanos = u64::try_from(window.as_nanos()).unwrap_or(u64::MAX) / u64::from(SLOTS);
-        Ok(AdaptiveThrottle {
-            clock: SlotClock::new(slot_nanos),
-            requests: SlotCounts::new(),
-            accepts: SlotCounts::new(),
-            k,
-        })
+        Ok(AdaptiveThrottle { clock: SlotClock::new(slot_nanos), counts: SlotCounts::new(), k })
     }
 
     /// `(requests, accepts)` in the window at `now`.
@@ -89,10 +88,8 @@ impl AdaptiveThrottle {
     }
 
     fn counts_at(&self, generation: u64) -> (u64, u64) {
-        (
-            self.requests.sum(generation, SPAN, 0, Ordering::Relaxed),
-            self.accepts.sum(generation, SPAN, 0, Ordering::Relaxed),
-        )
+        let [requests, accepts] = self.counts.sums(generation, SPAN, 0, Ordering::Relaxed);
+        (requests, accepts)
     }
 
     /// The probability that an attempt at `now` is refused.
@@ -114,7 +111,7 @@ impl Budget for AdaptiveThrottle {
         let (requests, accepts) = self.counts_at(g);
         // Counted whether or not it is refused: that is what makes the throttle let a trickle
         // through (requests grow, accepts do not, but p stays below 1).
-        let _ = self.requests.incr(g, Ordering::Relaxed);
+        let _ = self.counts.incr(REQUESTS, g, Ordering::Relaxed);
         // Healthy (the common case): skip the division.
         if requests as f64 <= self.k * accepts as f64 {
             return true;
@@ -128,7 +125,7 @@ impl Budget for AdaptiveThrottle {
 
     fn record(&self, now: Instant, _: Option<Withdrawal>, outcome: AttemptOutcome) {
         if outcome == AttemptOutcome::Answered {
-            let _ = self.accepts.incr(self.clock.generation(now), Ordering::Relaxed);
+            let _ = self.counts.incr(ACCEPTS, self.clock.generation(now), Ordering::Relaxed);
         }
     }
 }

@@ -142,7 +142,7 @@ impl Budget for RatioBudget {
     fn admit(&self, now: Instant, retry: bool, _draw: f64) -> bool {
         if !retry {
             // A lost deposit (saturated slot, late caller) only makes the budget stricter.
-            let _ = self.deposits.incr(self.clock.generation(now), Ordering::Relaxed);
+            let _ = self.deposits.incr(0, self.clock.generation(now), Ordering::Relaxed);
         }
         true
     }
@@ -150,13 +150,13 @@ impl Budget for RatioBudget {
     fn withdraw(&self, now: Instant, _: RetryCause) -> Option<Withdrawal> {
         let g = self.clock.generation(now);
         // Count first, then check: two racing withdrawals each see the other's.
-        if !self.withdrawals.incr(g, Ordering::SeqCst) {
+        if !self.withdrawals.incr(0, g, Ordering::SeqCst) {
             return None;
         }
         if self.balance(g) >= 0 {
             Some(Withdrawal::new(0))
         } else {
-            self.withdrawals.decr(g, Ordering::SeqCst);
+            self.withdrawals.decr(0, g, Ordering::SeqCst);
             None
         }
     }

@@ -71,27 +71,29 @@ impl SlotClock {
     }
 }
 
-/// One counter per slot over a ring of [`RING`] slots.
+/// `LANES` counters per slot over a ring of [`RING`] slots. A slot's lanes are adjacent in
+/// memory, so counters that are updated together (the adaptive throttle's requests and accepts)
+/// share a cache line instead of bouncing two between threads.
 #[derive(Debug)]
-pub(crate) struct SlotCounts {
-    slots: [AtomicU64; RING],
+pub(crate) struct SlotCounts<const LANES: usize = 1> {
+    slots: [[AtomicU64; LANES]; RING],
 }
 
-impl SlotCounts {
+impl<const LANES: usize> SlotCounts<LANES> {
     /// All counts zero.
     pub(crate) fn new() -> Self {
-        SlotCounts { slots: std::array::from_fn(|_| AtomicU64::new(0)) }
+        SlotCounts { slots: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))) }
     }
 
-    fn slot(&self, generation: u64) -> &AtomicU64 {
-        &self.slots[(generation as usize) & (RING - 1)]
+    fn slot(&self, lane: usize, generation: u64) -> &AtomicU64 {
+        &self.slots[(generation as usize) & (RING - 1)][lane]
     }
 
     /// Counts one event in `generation`. Returns false, counting nothing, if the count is
     /// saturated or the slot already belongs to a newer generation (the caller's `now` is a
     /// whole ring behind another caller's).
-    pub(crate) fn incr(&self, generation: u64, order: Ordering) -> bool {
-        let slot = self.slot(generation);
+    pub(crate) fn incr(&self, lane: usize, generation: u64, order: Ordering) -> bool {
+        let slot = self.slot(lane, generation);
         let t = generation as u32;
         let mut cur = slot.load(Ordering::Relaxed);
         loop {
@@ -120,28 +122,43 @@ impl SlotCounts {
 
     /// Takes back one event counted by [`SlotCounts::incr`] in `generation`, if its slot still
     /// holds that generation (otherwise the event has already left every window).
-    pub(crate) fn decr(&self, generation: u64, order: Ordering) {
+    pub(crate) fn decr(&self, lane: usize, generation: u64, order: Ordering) {
         let t = generation as u32;
-        let _ = self.slot(generation).fetch_update(order, Ordering::Relaxed, |v| {
+        let _ = self.slot(lane, generation).fetch_update(order, Ordering::Relaxed, |v| {
             (tag(v) == t && count(v) > 0).then(|| v - 1)
         });
     }
 
-    /// Total of the slots whose generation is in `(generation − back, generation + ahead]`:
-    /// `back` slots up to and including the current one, plus `ahead` newer ones (written by
-    /// callers whose `now` is ahead of this one's).
-    pub(crate) fn sum(&self, generation: u64, back: u32, ahead: u32, order: Ordering) -> u64 {
+    /// Per lane, the total of the slots whose generation is in `(generation − back, generation
+    /// + ahead]`: `back` slots up to and including the current one, plus `ahead` newer ones
+    /// (written by callers whose `now` is ahead of this one's). One pass over the ring.
+    pub(crate) fn sums(
+        &self,
+        generation: u64,
+        back: u32,
+        ahead: u32,
+        order: Ordering,
+    ) -> [u64; LANES] {
         let t = generation as u32;
         let (back, ahead) = (back as i32, ahead as i32);
-        let mut total = 0u64;
+        let mut total = [0u64; LANES];
         for slot in &self.slots {
-            let v = slot.load(order);
-            let a = age(t, tag(v));
-            if a < back && a >= -ahead {
-                total += u64::from(count(v));
+            for (lane, counter) in slot.iter().enumerate() {
+                let v = counter.load(order);
+                let a = age(t, tag(v));
+                if a < back && a >= -ahead {
+                    total[lane] += u64::from(count(v));
+                }
             }
         }
         total
+    }
+}
+
+impl SlotCounts<1> {
+    /// [`SlotCounts::sums`] of the one lane.
+    pub(crate) fn sum(&self, generation: u64, back: u32, ahead: u32, order: Ordering) -> u64 {
+        self.sums(generation, back, ahead, order)[0]
     }
 }
 
@@ -163,10 +180,10 @@ mod tests {
 
     #[test]
     fn window_counts_only_its_generations() {
-        let s = SlotCounts::new();
+        let s = SlotCounts::<1>::new();
         for g in 0..40u64 {
             for _ in 0..g {
-                assert!(s.incr(g, SC));
+                assert!(s.incr(0, g, SC));
             }
         }
         // Generations 30..=39 hold 30 + … + 39 = 345.
@@ -179,23 +196,33 @@ mod tests {
 
     #[test]
     fn late_writers_and_undo() {
-        let s = SlotCounts::new();
-        assert!(s.incr(20, SC));
-        assert!(!s.incr(4, SC), "slot 4 is held by newer generation 20");
-        assert!(s.incr(5, SC), "slot 5 is free (generation 0)");
-        s.decr(20, SC);
-        s.decr(20, SC);
+        let s = SlotCounts::<1>::new();
+        assert!(s.incr(0, 20, SC));
+        assert!(!s.incr(0, 4, SC), "slot 4 is held by newer generation 20");
+        assert!(s.incr(0, 5, SC), "slot 5 is free (generation 0)");
+        s.decr(0, 20, SC);
+        s.decr(0, 20, SC);
         assert_eq!(s.sum(20, 16, 0, SC), 1, "undo never goes below zero; 5 still counted");
-        s.decr(36, SC);
+        s.decr(0, 36, SC);
         assert_eq!(s.sum(20, 16, 0, SC), 1, "undo of another generation does nothing");
     }
 
     #[test]
+    fn lanes_are_independent() {
+        let s = SlotCounts::<2>::new();
+        assert!(s.incr(0, 7, SC));
+        assert!(s.incr(1, 7, SC));
+        assert!(s.incr(1, 8, SC));
+        assert_eq!(s.sums(8, 2, 0, SC), [1, 2]);
+        assert_eq!(s.sums(8, 1, 0, SC), [0, 1]);
+    }
+
+    #[test]
     fn stale_tags_far_ahead_are_replaced() {
-        let s = SlotCounts::new();
+        let s = SlotCounts::<1>::new();
         let far = 1u64 << 31 | 3; // "ahead" of generation 3 by 2³¹ slots: stale, not newer
-        assert!(s.incr(far, SC));
-        assert!(s.incr(3, SC));
+        assert!(s.incr(0, far, SC));
+        assert!(s.incr(0, 3, SC));
         assert_eq!(s.sum(3, 1, 0, SC), 1);
     }
 }
