@@ -85,6 +85,9 @@ where
 }
 
 fn overhead(c: &mut Criterion) {
+    // The deadline path arms a tokio timer (never fired): it needs a runtime context.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    let _ctx = rt.enter();
     bench(c, "client/noop (baseline)", noop());
     let budget = Arc::new(TpsBudget::new(Duration::from_secs(10), 10, 0.2));
     bench(
