@@ -24,11 +24,11 @@
 
 mod body;
 mod classify;
-mod control;
+pub mod control;
 mod engine;
 mod fail_fast;
 mod future;
-mod metrics;
+pub mod metrics;
 mod overload;
 mod retry;
 
