@@ -62,10 +62,9 @@ async fn goodput(addr: std::net::SocketAddr, factor: f64, run: Duration) -> f64 
             let r = req("GET", addr, "/work").body(Full::new(Bytes::new())).unwrap();
             // The caller gives up at 1 s (dropping the connection); only answers within its
             // 250 ms deadline count.
-            if let Some(got) = send_within(addr, r, Duration::from_secs(1)).await {
-                if got.status == StatusCode::OK && sent.elapsed() <= CALLER_TIMEOUT {
-                    good.fetch_add(1, Ordering::Relaxed);
-                }
+            let got = send_within(addr, r, Duration::from_secs(1)).await;
+            if got.is_some_and(|g| g.status == StatusCode::OK && sent.elapsed() <= CALLER_TIMEOUT) {
+                good.fetch_add(1, Ordering::Relaxed);
             }
         }));
     }

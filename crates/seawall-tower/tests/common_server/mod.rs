@@ -68,3 +68,56 @@ pub fn unique(tag: &str) -> String {
         .unwrap_or(0);
     format!("{tag}_{}_{}", std::process::id(), nanos % 1_000_000_000)
 }
+
+/// A payment endpoint for idempotency tests: counts executions, takes `work`, answers 201 with a
+/// body derived from the request.
+pub fn pay_app(executions: std::sync::Arc<std::sync::atomic::AtomicU64>, work: Duration) -> Router {
+    use axum::routing::post;
+    Router::new().route(
+        "/pay",
+        post(move |body: Bytes| {
+            let executions = executions.clone();
+            async move {
+                let n = executions.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                tokio::time::sleep(work).await;
+                (
+                    StatusCode::CREATED,
+                    [("content-type", "text/plain"), ("x-not-stored", "1")],
+                    format!("paid {} #{n}", String::from_utf8_lossy(&body)),
+                )
+            }
+        }),
+    )
+}
+
+/// A `POST /pay` with an idempotency key and a body.
+pub fn pay(addr: SocketAddr, key: &str, body: &'static str) -> Request<Full<Bytes>> {
+    req("POST", addr, "/pay")
+        .header("idempotency-key", key)
+        .body(Full::new(Bytes::from_static(body.as_bytes())))
+        .unwrap()
+}
+
+/// Fires 1,000 concurrent requests carrying 100 distinct keys (10 each, same payload per key)
+/// alternately at two servers; returns the status counts. Bounded: each request gives up after 20 s.
+pub async fn thousand_requests_hundred_keys(
+    a: SocketAddr,
+    b: SocketAddr,
+    tag: &str,
+) -> std::collections::BTreeMap<u16, usize> {
+    let mut tasks = Vec::with_capacity(1000);
+    for i in 0..1000usize {
+        let addr = if i % 2 == 0 { a } else { b };
+        let key = format!("{tag}-{}", i % 100);
+        tasks.push(tokio::spawn(async move {
+            let r = pay(addr, &key, "10 EUR");
+            send_within(addr, r, Duration::from_secs(20)).await.map(|g| g.status.as_u16())
+        }));
+    }
+    let mut counts = std::collections::BTreeMap::new();
+    for t in tasks {
+        let status = t.await.expect("task").unwrap_or(0);
+        *counts.entry(status).or_insert(0) += 1;
+    }
+    counts
+}

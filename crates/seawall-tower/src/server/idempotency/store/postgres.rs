@@ -24,8 +24,9 @@ fn backend(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
     StoreError::Backend(Box::new(e))
 }
 
-fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 2)
+/// Milliseconds as the `float8` the SQL multiplies an interval by (capped at ~31 years).
+fn millis(d: Duration) -> f64 {
+    d.as_millis().min(1_000_000_000_000) as f64
 }
 
 /// An idempotency store in PostgreSQL, through a `deadpool-postgres` pool.
@@ -61,8 +62,8 @@ impl PostgresStore {
             table: t.to_owned(),
             sql_begin: format!(
                 "INSERT INTO {t} (scope, key, fingerprint, done, lease_until, expires_at, response) \
-                 VALUES ($1, $2, $3, FALSE, now() + $4 * interval '1 millisecond', \
-                         now() + $5 * interval '1 millisecond', NULL) \
+                 VALUES ($1, $2, $3, FALSE, now() + $4::float8 * interval '1 millisecond', \
+                         now() + $5::float8 * interval '1 millisecond', NULL) \
                  ON CONFLICT (scope, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, \
                    done = FALSE, lease_until = EXCLUDED.lease_until, \
                    expires_at = EXCLUDED.expires_at, response = NULL \
@@ -75,7 +76,7 @@ impl PostgresStore {
             ),
             sql_complete: format!(
                 "UPDATE {t} SET done = TRUE, response = $4, \
-                   expires_at = now() + $5 * interval '1 millisecond' \
+                   expires_at = now() + $5::float8 * interval '1 millisecond' \
                  WHERE scope = $1 AND key = $2 AND fingerprint = $3 AND NOT done"
             ),
             sql_release: format!(

@@ -18,6 +18,11 @@ use crate::server::idempotency::key::{Fingerprint, StoreKey};
 /// Default prefix of every Redis key the store writes.
 pub const DEFAULT_PREFIX: &str = "seawall:idem:";
 
+/// Per-command response timeout used by [`RedisStore::connect`]: 5 s. The redis crate's default
+/// (500 ms) turns a busy moment into `503`s (the layer fails closed when the store does not
+/// answer); 5 s still stays well inside the default request deadline.
+pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
+
 const BEGIN: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -71,10 +76,13 @@ impl std::fmt::Debug for RedisStore {
 }
 
 impl RedisStore {
-    /// Connects to `url` (e.g. `redis://127.0.0.1:6379/`) with [`DEFAULT_PREFIX`].
+    /// Connects to `url` (e.g. `redis://127.0.0.1:6379/`) with [`DEFAULT_PREFIX`] and a
+    /// [`RESPONSE_TIMEOUT`] per command.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
         let client = redis::Client::open(url).map_err(backend)?;
-        let conn = client.get_multiplexed_async_connection().await.map_err(backend)?;
+        let cfg = redis::AsyncConnectionConfig::new().set_response_timeout(Some(RESPONSE_TIMEOUT));
+        let conn =
+            client.get_multiplexed_async_connection_with_config(&cfg).await.map_err(backend)?;
         Ok(Self::new(conn, DEFAULT_PREFIX))
     }
 

@@ -1,0 +1,101 @@
+//! IdempotencyLayer (in-memory store) and bad headers, on a real axum server on 127.0.0.1.
+#![cfg(feature = "server")]
+
+mod common_server;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use common_server::{pay, pay_app, req, send, serve};
+use http::StatusCode;
+use http_body_util::Full;
+use seawall_tower::server::{DeadlineLayer, IdempotencyLayer};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replays_409_while_in_flight_and_422_on_a_different_payload() {
+    let n = Arc::new(AtomicU64::new(0));
+    let app = pay_app(n.clone(), Duration::from_millis(200)).layer(IdempotencyLayer::in_memory());
+    let addr = serve(app).await;
+
+    let first = tokio::spawn(send(addr, pay(addr, "k-1", "10 EUR")));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let busy = send(addr, pay(addr, "k-1", "10 EUR")).await.unwrap();
+    assert_eq!(busy.status, StatusCode::CONFLICT);
+    let other = send(addr, pay(addr, "k-1", "99 EUR")).await.unwrap();
+    assert_eq!(other.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(other.headers["content-type"], "application/problem+json");
+
+    let first = first.await.unwrap().unwrap();
+    assert_eq!(first.status, StatusCode::CREATED);
+    let again = send(addr, pay(addr, "k-1", "10 EUR")).await.unwrap();
+    assert_eq!(again.status, StatusCode::CREATED);
+    assert_eq!(again.body, first.body, "the stored body, not a new execution");
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    assert_eq!(again.headers["content-type"], "text/plain");
+    assert!(again.headers.get("x-not-stored").is_none(), "only the configured headers are stored");
+    assert_eq!(n.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_are_scoped_per_client() {
+    let n = Arc::new(AtomicU64::new(0));
+    let app = pay_app(n.clone(), Duration::ZERO).layer(IdempotencyLayer::in_memory());
+    let addr = serve(app).await;
+    let as_client = |who: &'static str| {
+        req("POST", addr, "/pay")
+            .header("idempotency-key", "same")
+            .header("authorization", who)
+            .body(Full::new(Bytes::from_static(b"1 EUR")))
+            .unwrap()
+    };
+    let a = send(addr, as_client("Bearer alice")).await.unwrap();
+    let b = send(addr, as_client("Bearer bob")).await.unwrap();
+    assert_eq!((a.status, b.status), (StatusCode::CREATED, StatusCode::CREATED));
+    assert!(b.headers.get("idempotent-replayed").is_none(), "bob never sees alice's response");
+    assert_eq!(n.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_headers_get_a_clear_4xx_or_are_clamped_never_a_panic() {
+    let n = Arc::new(AtomicU64::new(0));
+    let app = pay_app(n.clone(), Duration::ZERO)
+        .layer(IdempotencyLayer::in_memory())
+        .layer(DeadlineLayer::new());
+    let addr = serve(app).await;
+    let with = |name: &'static str, value: &'static [u8]| {
+        req("POST", addr, "/pay")
+            .header(name, http::HeaderValue::from_bytes(value).unwrap())
+            .body(Full::new(Bytes::new()))
+            .unwrap()
+    };
+    let cases: [(&str, &[u8], StatusCode); 9] = [
+        ("request-timeout-ms", b"-5", StatusCode::BAD_REQUEST),
+        ("request-timeout-ms", b"5.0", StatusCode::BAD_REQUEST),
+        ("request-timeout-ms", b"0", StatusCode::GATEWAY_TIMEOUT),
+        ("request-timeout-ms", b"99999999999999999999999", StatusCode::CREATED),
+        ("request-timeout-ms", b"9999999999", StatusCode::CREATED),
+        ("grpc-timeout", b"1Q", StatusCode::BAD_REQUEST),
+        ("idempotency-key", b"has space", StatusCode::BAD_REQUEST),
+        ("idempotency-key", b"\"unterminated", StatusCode::BAD_REQUEST),
+        ("idempotency-key", b"\xff\xfe", StatusCode::BAD_REQUEST),
+    ];
+    for (name, value, want) in cases {
+        let got = send(addr, with(name, value)).await.expect("answered");
+        assert_eq!(got.status, want, "{name}: {value:?}");
+    }
+    let long = "k".repeat(256);
+    let r = req("POST", addr, "/pay")
+        .header("idempotency-key", long)
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    assert_eq!(send(addr, r).await.unwrap().status, StatusCode::BAD_REQUEST);
+    let r = req("POST", addr, "/pay")
+        .header("idempotency-key", "a")
+        .header("idempotency-key", "b")
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    assert_eq!(send(addr, r).await.unwrap().status, StatusCode::BAD_REQUEST, "two keys");
+    assert_eq!(n.load(Ordering::SeqCst), 2, "only the two clamped-timeout requests ran");
+}
