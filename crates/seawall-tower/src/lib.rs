@@ -1,8 +1,8 @@
 //! tower middleware built on the [`seawall`] core.
 //!
-//! - [`client`]: one layer that owns retries ([`client::RetryLayer`]) and a fail-fast layer for
+//! - `client`: one layer that owns retries (`client::RetryLayer`) and a fail-fast layer for
 //!   every other hop, with deadlines and attempt numbers on the wire.
-//! - [`server`]: admission control that sheds early and cheaply, deadline enforcement, and
+//! - `server`: admission control that sheds early and cheaply, deadline enforcement, and
 //!   idempotency keys that make retried writes safe.
 //!
 //! Both speak the wire conventions of [`wire`].

@@ -121,7 +121,7 @@ where
     let mut spare = if max_attempts > 1 { replay_request(&req) } else { None };
     // A body that cannot be replayed is sent once: tell the policy it is not safe to resend.
     let info = if max_attempts > 1 && spare.is_none() {
-        RequestInfo::non_idempotent()
+        RequestInfo::send_once()
     } else {
         RequestInfo::http(req.method().as_str(), has_key)
     };
@@ -213,7 +213,7 @@ where
                 let Some(copy) = spare.take() else {
                     // A streaming body, refused before it was sent: it cannot be resent.
                     policy.abandon(&mut guard.call, now);
-                    let g = GiveUp { reason: GiveUpReason::NotIdempotent, overloaded: true };
+                    let g = GiveUp { reason: GiveUpReason::NotReplayable, overloaded: true };
                     return Err(give_up(&guard, g, last));
                 };
                 next = Some(copy);

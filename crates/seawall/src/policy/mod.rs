@@ -89,11 +89,16 @@ pub enum GiveUpReason {
     ServerSaidDontRetry,
     /// Adaptive client throttling refused the attempt locally.
     ThrottledLocally,
+    /// The request's body cannot be sent again (a stream already consumed), so even a failure
+    /// that proves the request never arrived cannot be retried.
+    NotReplayable,
+    /// The caller abandoned the call (it was cancelled or its future dropped) before it ended.
+    Abandoned,
 }
 
 impl GiveUpReason {
     /// Number of reasons.
-    pub const COUNT: usize = 9;
+    pub const COUNT: usize = 11;
 
     /// Every reason, in [`GiveUpReason::index`] order.
     pub const ALL: [GiveUpReason; Self::COUNT] = [
@@ -106,6 +111,8 @@ impl GiveUpReason {
         GiveUpReason::RetriesDisabled,
         GiveUpReason::ServerSaidDontRetry,
         GiveUpReason::ThrottledLocally,
+        GiveUpReason::NotReplayable,
+        GiveUpReason::Abandoned,
     ];
 
     /// A dense index in `0..COUNT`, for arrays of counters.
@@ -125,6 +132,8 @@ impl GiveUpReason {
             GiveUpReason::RetriesDisabled => "retries_disabled",
             GiveUpReason::ServerSaidDontRetry => "server_said_dont_retry",
             GiveUpReason::ThrottledLocally => "throttled_locally",
+            GiveUpReason::NotReplayable => "not_replayable",
+            GiveUpReason::Abandoned => "abandoned",
         }
     }
 }
@@ -143,6 +152,8 @@ impl fmt::Display for GiveUpReason {
             GiveUpReason::RetriesDisabled => "retries disabled",
             GiveUpReason::ServerSaidDontRetry => "server said don't retry",
             GiveUpReason::ThrottledLocally => "throttled locally",
+            GiveUpReason::NotReplayable => "the request body cannot be sent again",
+            GiveUpReason::Abandoned => "the caller abandoned the call",
         })
     }
 }
@@ -189,23 +200,33 @@ pub enum Decision {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RequestInfo {
     safe_to_retry: bool,
+    replayable: bool,
 }
 
 impl RequestInfo {
     /// An idempotent request (GET, PUT, DELETE, … or any request with an idempotency key).
     pub const fn idempotent() -> Self {
-        RequestInfo { safe_to_retry: true }
+        RequestInfo { safe_to_retry: true, replayable: true }
     }
 
     /// A request that must not run twice: retried only if the failure proves it never reached
     /// the server (connection refused).
     pub const fn non_idempotent() -> Self {
-        RequestInfo { safe_to_retry: false }
+        RequestInfo { safe_to_retry: false, replayable: true }
+    }
+
+    /// A request that can be sent only once whatever happens: its body is a stream that the
+    /// first attempt consumes. Its failures give up with [`GiveUpReason::NotReplayable`].
+    pub const fn send_once() -> Self {
+        RequestInfo { safe_to_retry: false, replayable: false }
     }
 
     /// From an HTTP method and whether the request carries an `Idempotency-Key` (RFC 9110 §9.2.2).
     pub fn http(method: &str, has_idempotency_key: bool) -> Self {
-        RequestInfo { safe_to_retry: has_idempotency_key || is_idempotent_method(method) }
+        RequestInfo {
+            safe_to_retry: has_idempotency_key || is_idempotent_method(method),
+            replayable: true,
+        }
     }
 }
 
@@ -367,6 +388,7 @@ pub struct Call {
     in_flight: bool,
     finished: bool,
     safe_to_retry: bool,
+    replayable: bool,
     deadline: Option<Deadline>,
     rng: SeededRng,
     prev_wait: Duration,
@@ -473,6 +495,7 @@ impl<B: Budget> RetryPolicy<B> {
             in_flight: false,
             finished: false,
             safe_to_retry: request.safe_to_retry,
+            replayable: request.replayable,
             deadline,
             rng: self.seeds.stream(),
             prev_wait: Duration::ZERO,
@@ -575,6 +598,8 @@ impl<B: Budget> RetryPolicy<B> {
             Some(GiveUpReason::ServerSaidDontRetry)
         } else if call.attempts >= self.cfg.max_attempts || self.cfg.role == Role::FailFast {
             Some(GiveUpReason::AttemptsExhausted)
+        } else if !call.replayable {
+            Some(GiveUpReason::NotReplayable)
         } else if !call.safe_to_retry && class != Class::Retryable(Transient::ConnectRefused) {
             Some(GiveUpReason::NotIdempotent)
         } else if !self.control.allows_retry(call.rng.next_f64()) {
@@ -617,8 +642,8 @@ impl<B: Budget> RetryPolicy<B> {
         Decision::Retry { after: wait }
     }
 
-    /// The caller abandoned the call (cancelled, dropped): releases what it held. Counts as a
-    /// give-up for deadline reasons if it had not finished. Idempotent.
+    /// The caller abandoned the call (cancelled, dropped): releases what it held and counts a
+    /// give-up with [`GiveUpReason::Abandoned`] if it had not finished. Idempotent.
     pub fn abandon(&self, call: &mut Call, now: Instant) {
         if call.finished {
             return;
@@ -630,7 +655,7 @@ impl<B: Budget> RetryPolicy<B> {
                 b.release(p);
             }
         }
-        self.finish(call, now, Err(GiveUpReason::DeadlineTooClose));
+        self.finish(call, now, Err(GiveUpReason::Abandoned));
     }
 }
 

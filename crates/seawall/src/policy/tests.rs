@@ -269,3 +269,23 @@ fn abandon_releases_and_counts_once() {
     let s = p.metrics().snapshot();
     assert_eq!(s.give_ups.iter().sum::<u64>(), 1);
 }
+
+#[test]
+fn send_once_is_never_retried_even_when_refused() {
+    let p = policy();
+    let refused = Class::Retryable(Transient::ConnectRefused);
+    let (ds, _) = run_all(&p, RequestInfo::send_once(), refused, Hint::None);
+    assert_eq!(
+        ds,
+        [Decision::GiveUp(GiveUp { reason: GiveUpReason::NotReplayable, overloaded: true })]
+    );
+}
+
+#[test]
+fn abandon_counts_as_abandoned() {
+    let p = policy();
+    let mut call = p.start(T0, RequestInfo::idempotent(), None);
+    p.before_attempt(&mut call, T0).unwrap();
+    p.abandon(&mut call, T0);
+    assert_eq!(p.metrics().snapshot().give_ups(GiveUpReason::Abandoned), 1);
+}
