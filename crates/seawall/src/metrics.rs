@@ -17,7 +17,6 @@ pub struct Metrics {
     calls: AtomicU64,
     attempts: AtomicU64,
     retries: AtomicU64,
-    successes: AtomicU64,
     give_ups: [AtomicU64; GiveUpReason::COUNT],
     attempts_per_call: [AtomicU64; MAX_TRACKED_ATTEMPTS],
 }
@@ -31,7 +30,7 @@ pub struct Snapshot {
     pub attempts: u64,
     /// Retries sent (attempts after the first).
     pub retries: u64,
-    /// Calls that ended in success.
+    /// Calls that ended in success (derived: ended calls that did not give up).
     pub successes: u64,
     /// Calls given up, indexed by [`GiveUpReason::index`].
     pub give_ups: [u64; GiveUpReason::COUNT],
@@ -77,10 +76,11 @@ impl Metrics {
 
     #[inline]
     pub(crate) fn call_ended(&self, attempts: u32, outcome: Result<(), GiveUpReason>) {
-        match outcome {
-            Ok(()) => self.successes.fetch_add(1, Ordering::Relaxed),
-            Err(r) => self.give_ups[r.index()].fetch_add(1, Ordering::Relaxed),
-        };
+        // Successes are not counted: they are the ended calls (the histogram) that did not give
+        // up, which saves the success path one shared atomic.
+        if let Err(r) = outcome {
+            self.give_ups[r.index()].fetch_add(1, Ordering::Relaxed);
+        }
         let i = (attempts.max(1) as usize).min(MAX_TRACKED_ATTEMPTS) - 1;
         self.attempts_per_call[i].fetch_add(1, Ordering::Relaxed);
     }
@@ -88,13 +88,17 @@ impl Metrics {
     /// A copy of the counters. Not atomic across counters (each is read once, relaxed).
     pub fn snapshot(&self) -> Snapshot {
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let give_ups: [u64; GiveUpReason::COUNT] = std::array::from_fn(|i| load(&self.give_ups[i]));
+        let attempts_per_call: [u64; MAX_TRACKED_ATTEMPTS] =
+            std::array::from_fn(|i| load(&self.attempts_per_call[i]));
+        let ended: u64 = attempts_per_call.iter().sum();
         Snapshot {
             calls: load(&self.calls),
             attempts: load(&self.attempts),
             retries: load(&self.retries),
-            successes: load(&self.successes),
-            give_ups: std::array::from_fn(|i| load(&self.give_ups[i])),
-            attempts_per_call: std::array::from_fn(|i| load(&self.attempts_per_call[i])),
+            successes: ended.saturating_sub(give_ups.iter().sum()),
+            give_ups,
+            attempts_per_call,
         }
     }
 }
