@@ -55,8 +55,15 @@ impl Sim<'_> {
                 });
                 c.job = Some(job);
                 if let Some(t) = att.timeout() {
-                    let at = self.now + t.as_nanos() as u64;
-                    self.cal.push(at, Kind::Timeout { call, attempt: att.number() });
+                    let kind = Kind::Timeout { call, attempt: att.number() };
+                    let t = t.as_nanos() as u64;
+                    // The per-try timeout recurs, and so does the whole edge deadline (a first
+                    // attempt at the edge); a timeout cut short by a deadline is arbitrary.
+                    if Some(t) == self.per_try[layer] || t == ns(self.sc.edge.deadline_ms) {
+                        self.cal.push_after(self.now, t, kind);
+                    } else {
+                        self.cal.push(self.now + t, kind);
+                    }
                 }
                 self.arrive(job);
             }
@@ -193,7 +200,12 @@ impl Sim<'_> {
         match self.layers[c.layer as usize].after_attempt(&mut c.state, now, class, Hint::None) {
             Decision::Success => self.finish_call(call, Ok(())),
             Decision::Retry { after } => {
-                self.cal.push(self.now + after.as_nanos() as u64, Kind::Retry(call))
+                let after = after.as_nanos() as u64;
+                if self.fixed_waits {
+                    self.cal.push_after(self.now, after, Kind::Retry(call));
+                } else {
+                    self.cal.push(self.now + after, Kind::Retry(call));
+                }
             }
             Decision::GiveUp(g) => self.finish_call(call, Err(g)),
         }

@@ -18,7 +18,7 @@ use seawall::rng::{Rng, SeededRng, splitmix64};
 
 use crate::error::Error;
 use crate::policy::PolicySpec;
-use crate::scenario::Scenario;
+use crate::scenario::{BackoffKind, Scenario};
 use queue::{Calendar, Kind};
 use server::Server;
 use slab::{Id, Slab};
@@ -100,6 +100,10 @@ pub(crate) struct Sim<'a> {
     arrivals_end: u64,
     end: u64,
     events: u64,
+    /// Each layer's per-try timeout in nanoseconds (timers with it go to a calendar lane).
+    per_try: Vec<Option<u64>>,
+    /// Backoff waits repeat exactly (no jitter), so retry timers go to calendar lanes.
+    fixed_waits: bool,
 }
 
 impl<'a> Sim<'a> {
@@ -132,7 +136,6 @@ impl<'a> Sim<'a> {
             calls: Slab::new(),
             jobs: Slab::new(),
             servers: sc.tiers.iter().map(|t| Server::new(t, &sc.faults)).collect(),
-            layers,
             arrivals: SeededRng::new(splitmix64(seed ^ 0xA)),
             service: SeededRng::new(splitmix64(seed ^ 0xB)),
             misc: SeededRng::new(splitmix64(seed ^ 0xC)),
@@ -142,6 +145,12 @@ impl<'a> Sim<'a> {
             // Drain: every edge request has ended by its deadline.
             end: arrivals_end + ns(sc.edge.deadline_ms),
             events: 0,
+            per_try: layers
+                .iter()
+                .map(|p| p.config().per_try_timeout().map(|t| t.as_nanos() as u64))
+                .collect(),
+            fixed_waits: matches!(spec.backoff, BackoffKind::None | BackoffKind::Constant),
+            layers,
         })
     }
 
@@ -211,7 +220,12 @@ impl<'a> Sim<'a> {
                     // The next of `left` sorted uniform points on [now, end].
                     let x = 1.0 - (1.0 - self.arrivals.next_f64()).powf(1.0 / left as f64);
                     let next = self.now + (end.saturating_sub(self.now) as f64 * x) as u64;
-                    self.cal.push(next, Kind::Herd { n, left: left - 1 });
+                    let kind = Kind::Herd { n, left: left - 1 };
+                    if next == self.now {
+                        self.cal.push_after(self.now, 0, kind);
+                    } else {
+                        self.cal.push(next, kind);
+                    }
                 }
             }
             Kind::Refresh { count } => self.edge_request(count),
