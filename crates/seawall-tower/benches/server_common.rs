@@ -1,0 +1,114 @@
+//! Shared by the server benches: loopback servers and load generators (not a bench itself).
+#![allow(dead_code, unreachable_pub)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use bytes::Bytes;
+use http::{Request, StatusCode};
+use http_body_util::{BodyExt, Empty};
+use hyper_util::rt::TokioIo;
+use tokio::net::{TcpListener, TcpStream};
+
+pub async fn serve(app: Router) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    addr
+}
+
+fn get(addr: SocketAddr, path: &str) -> Request<Empty<Bytes>> {
+    Request::get(format!("http://{addr}{path}"))
+        .header("host", addr.to_string())
+        .body(Empty::new())
+        .expect("request")
+}
+
+/// Closed loop: `conns` keep-alive connections each sending `GET path` back to back for `run`.
+/// Returns (responses per second, count of responses with `want` status).
+pub async fn closed_loop(
+    addr: SocketAddr,
+    path: &'static str,
+    conns: usize,
+    run: Duration,
+    want: StatusCode,
+) -> (f64, u64) {
+    let total = Arc::new(AtomicU64::new(0));
+    let matching = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..conns {
+        let (total, matching) = (total.clone(), matching.clone());
+        tasks.push(tokio::spawn(async move {
+            let stream = TcpStream::connect(addr).await.expect("connect");
+            stream.set_nodelay(true).expect("nodelay");
+            let (mut tx, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+                .await
+                .expect("handshake");
+            tokio::spawn(conn);
+            while start.elapsed() < run {
+                let Ok(res) = tx.send_request(get(addr, path)).await else { break };
+                let status = res.status();
+                let _ = res.into_body().collect().await;
+                total.fetch_add(1, Ordering::Relaxed);
+                if status == want {
+                    matching.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+    (
+        total.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64(),
+        matching.load(Ordering::Relaxed),
+    )
+}
+
+/// Open loop at `rate`/s for `run`, one connection per request (a caller gives up after 1 s);
+/// returns successes answered within `deadline`, per second.
+pub async fn open_loop_goodput(
+    addr: SocketAddr,
+    path: &'static str,
+    rate: f64,
+    run: Duration,
+    deadline: Duration,
+) -> f64 {
+    let good = Arc::new(AtomicU64::new(0));
+    let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / rate));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..(rate * run.as_secs_f64()) as usize {
+        tick.tick().await;
+        let good = good.clone();
+        tasks.push(tokio::spawn(async move {
+            let sent = Instant::now();
+            let once = async {
+                let stream = TcpStream::connect(addr).await.ok()?;
+                let (mut tx, conn) =
+                    hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.ok()?;
+                tokio::spawn(conn);
+                let res = tx.send_request(get(addr, path)).await.ok()?;
+                let status = res.status();
+                res.into_body().collect().await.ok()?;
+                Some(status)
+            };
+            let got = tokio::time::timeout(Duration::from_secs(1), once).await.ok().flatten();
+            if got == Some(StatusCode::OK) && sent.elapsed() <= deadline {
+                good.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    let offered_for = start.elapsed();
+    for t in tasks {
+        let _ = t.await;
+    }
+    good.load(Ordering::Relaxed) as f64 / offered_for.as_secs_f64()
+}
