@@ -3,7 +3,7 @@
 //!
 //! `cargo bench -p seawall-tower --no-default-features --features server --bench server_reject`
 
-#[path = "server_common.rs"]
+#[path = "server_common/mod.rs"]
 mod common;
 
 use std::num::NonZeroUsize;
