@@ -19,6 +19,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use tokio::sync::Semaphore;
 
+use seawall_tower::server::ServerMetrics;
+
 use super::NodeSpec;
 use super::stats::{NodeStats, QueueSlot};
 use crate::config::{FaultKind, Stack};
@@ -51,6 +53,7 @@ pub struct Dependency {
     cold_left: AtomicU64,
     warmup: u64,
     stats: NodeStats,
+    layers: ServerMetrics,
 }
 
 impl Dependency {
@@ -67,6 +70,7 @@ impl Dependency {
             cold_left: AtomicU64::new(0),
             warmup: (capacity * WARMUP_S) as u64,
             stats: NodeStats::default(),
+            layers: ServerMetrics::new(),
         }
     }
 
@@ -185,14 +189,18 @@ async fn fault(
 }
 
 async fn stats(State(dep): State<Arc<Dependency>>) -> String {
-    serde_json::to_string(&dep.stats.snapshot()).unwrap_or_default()
+    let s = super::protect::merge(dep.stats.snapshot(), &dep.layers);
+    serde_json::to_string(&s).unwrap_or_default()
 }
 
 /// The dependency's routes: `GET /`, `GET /lab/stats`, `POST /lab/fault/{kind}/{ms}`.
 pub fn router(dep: Arc<Dependency>) -> Router {
-    Router::new()
-        .route("/", get(handle))
-        .route("/lab/stats", get(stats))
+    let mut work = Router::new().route("/", get(handle));
+    if dep.stack == Stack::Seawall {
+        // Admission at the worker count: the dependency never holds more than it can serve.
+        work = super::protect::protect(work, dep.workers as usize, &dep.layers);
+    }
+    work.route("/lab/stats", get(stats))
         .route("/lab/fault/{kind}/{ms}", post(fault))
         .with_state(dep)
 }

@@ -6,6 +6,7 @@
 
 pub mod client;
 pub mod dependency;
+pub mod protect;
 pub mod stats;
 pub mod tier;
 

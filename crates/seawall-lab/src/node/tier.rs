@@ -12,6 +12,8 @@ use seawall::deadline::{Deadline, parse_timeout_ms};
 use seawall::time::{Clock, SystemClock};
 use seawall_tower::wire::{REQUEST_TIMEOUT_MS, RETRY_PUSHBACK_MS};
 
+use seawall_tower::server::ServerMetrics;
+
 use super::NodeSpec;
 use super::client::{Downstream, upward};
 use super::stats::{NodeStats, StatsSnapshot};
@@ -27,12 +29,17 @@ pub fn header_deadline(headers: &HeaderMap) -> Option<Duration> {
     parse_timeout_ms(v).ok().map(|d| d.min(MAX_DEADLINE))
 }
 
+/// A tier's in-flight cap under seawall: generous, since a tier only waits on the next one;
+/// the dependency's own cap is what protects the stack.
+pub const TIER_IN_FLIGHT: usize = 512;
+
 /// A tier's state.
 #[derive(Debug)]
 pub struct Tier {
     stack: Stack,
     down: Downstream,
     stats: NodeStats,
+    layers: ServerMetrics,
 }
 
 impl Tier {
@@ -46,17 +53,19 @@ impl Tier {
             stack: spec.stack,
             down: Downstream::new(url, spec.role, spec.stack, spec.seed)?,
             stats: NodeStats::default(),
+            layers: ServerMetrics::new(),
         }))
     }
 
     fn snapshot(&self) -> StatsSnapshot {
         let m = self.down.policy().metrics().snapshot();
-        StatsSnapshot {
+        let s = StatsSnapshot {
             attempts_sent: m.attempts,
             retries_sent: m.retries,
             budget_refusals: m.retry_overflow(),
             ..self.stats.snapshot()
-        }
+        };
+        super::protect::merge(s, &self.layers)
     }
 }
 
@@ -97,5 +106,9 @@ async fn stats(State(tier): State<Arc<Tier>>) -> String {
 
 /// The tier's routes: `GET /` and `GET /lab/stats`.
 pub fn router(tier: Arc<Tier>) -> Router {
-    Router::new().route("/", get(handle)).route("/lab/stats", get(stats)).with_state(tier)
+    let mut work = Router::new().route("/", get(handle));
+    if tier.stack == Stack::Seawall {
+        work = super::protect::protect(work, TIER_IN_FLIGHT, &tier.layers);
+    }
+    work.route("/lab/stats", get(stats)).with_state(tier)
 }
