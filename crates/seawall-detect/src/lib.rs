@@ -15,7 +15,11 @@
 #![warn(missing_docs)]
 
 pub mod classifier;
+pub mod export;
+pub mod names;
+pub mod prom;
 pub mod sample;
+pub mod scrape;
 
 pub use classifier::{Classifier, Thresholds, Verdict, VerdictKind};
 pub use sample::{Sample, SampleError, replay, samples_from_csv, samples_from_run};

@@ -132,6 +132,7 @@ struct Episode {
 pub struct Classifier {
     th: Thresholds,
     first_t: Option<f64>,
+    /// Warm-up sums: edge, dependency, goodput; the last sample's `t`; the count.
     warm: (f64, f64, f64, f64, usize),
     baseline: Option<Baseline>,
     episode: Option<Episode>,
@@ -174,8 +175,13 @@ impl Classifier {
             w.0 += s.edge_rps;
             w.1 += s.dependency_rps;
             w.2 += s.goodput_rps;
+            // The warm-up covers the intervals seen so far, the last one included: its length
+            // is the step from the previous sample (1 s for a recorded series, the scrape
+            // interval live), so at least two samples are needed to know it.
+            let covered = s.t - first + (s.t - w.3);
+            w.3 = s.t;
             w.4 += 1;
-            if s.t - first + 1.0 >= self.th.warmup_s && w.0 > 0.0 {
+            if w.4 >= 2 && covered >= self.th.warmup_s && w.0 > 0.0 {
                 let n = w.4 as f64;
                 self.baseline = Some(Baseline {
                     edge: w.0 / n,

@@ -1,0 +1,24 @@
+//! Every metric name `detect`, `alerts` and `escape` read is one the layers really export: the
+//! client metrics registered in a real registry, the server snapshot rendered by `export`.
+
+use prometheus_client::registry::Registry;
+use seawall_detect::{export, names, prom};
+use seawall_tower::client::{ClientMetrics, metrics_text};
+use seawall_tower::server::ServerMetrics;
+
+/// The text a seawall service exposes: its client registry and its server metrics.
+fn exported_page() -> String {
+    let mut registry = Registry::default();
+    ClientMetrics::new().register(&mut registry);
+    let server = ServerMetrics::new();
+    format!("{}{}", export::server_metrics_text(&server.snapshot()), metrics_text(&registry))
+}
+
+#[test]
+fn every_name_read_is_exported_and_the_page_parses() {
+    let page = exported_page();
+    let samples = prom::parse(&page).unwrap();
+    for name in names::ALL {
+        assert!(samples.iter().any(|s| s.name == name), "{name} not exported:\n{page}");
+    }
+}
