@@ -6,13 +6,34 @@ use std::process::ExitCode;
 use anyhow::Context;
 use seawall_detect::{Classifier, Thresholds, Verdict, VerdictKind};
 
+mod live;
+
 /// Arguments of `seawall detect`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Classify a recorded series: a results.json from `seawall simulate` / `seawall lab`, or a
     /// CSV with the header `t,edge_rps,goodput_rps,dependency_rps[,queue_age_s,refusals_rps]`.
-    #[arg(long, value_name = "FILE")]
-    replay: PathBuf,
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "scrape",
+        conflicts_with = "scrape"
+    )]
+    replay: Option<PathBuf>,
+    /// Watch live: the Prometheus endpoints of a call path, in call order — the edge first, the
+    /// dependency under watch last (e.g. `--scrape http://edge:9000/metrics
+    /// http://db-proxy:9100/metrics`). A URL without a path gets `/metrics`.
+    #[arg(long, value_name = "URL", num_args = 1..)]
+    scrape: Vec<String>,
+    /// Seconds between scrapes (live only).
+    #[arg(long, value_name = "S", default_value_t = 1.0)]
+    interval: f64,
+    /// Stop after this many intervals (live only; default: until Ctrl-C).
+    #[arg(long, value_name = "N")]
+    max_intervals: Option<u64>,
+    /// Seconds of traffic used to learn the baseline before judging.
+    #[arg(long, value_name = "S", default_value_t = Thresholds::default().warmup_s)]
+    warmup: f64,
     /// Which run of a results.json to classify (default: every run, one after another).
     #[arg(long, value_name = "NAME")]
     policy: Option<String>,
@@ -26,12 +47,19 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let text = std::fs::read_to_string(&args.replay)
-        .with_context(|| format!("cannot read {}", args.replay.display()))?;
+    if !(args.warmup.is_finite() && args.warmup >= 0.0) {
+        anyhow::bail!("--warmup must be a non-negative number of seconds");
+    }
+    let thresholds = Thresholds { warmup_s: args.warmup, ..Thresholds::default() };
+    let Some(path) = args.replay.clone() else {
+        return live::run(&args, thresholds);
+    };
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
     let mut runs: Vec<(String, Vec<seawall_detect::Sample>, Option<f64>)> = Vec::new();
     if text.trim_start().starts_with('{') {
         let results: seawall_report::Results = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not a seawall results.json", args.replay.display()))?;
+            .with_context(|| format!("{} is not a seawall results.json", path.display()))?;
         let trigger_end = results.fault.as_ref().map(|f| f.end_s).filter(|_| !args.blind);
         let chosen: Vec<&seawall_report::Run> = match &args.policy {
             Some(_) => vec![seawall_detect::replay(&results, args.policy.as_deref())?],
@@ -42,12 +70,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     } else {
         let samples = seawall_detect::samples_from_csv(&text)
-            .with_context(|| format!("in {}", args.replay.display()))?;
-        runs.push((args.replay.display().to_string(), samples, None));
+            .with_context(|| format!("in {}", path.display()))?;
+        runs.push((path.display().to_string(), samples, None));
     }
     let mut stdout = String::new();
     for (name, samples, trigger_end) in runs {
-        let mut c = Classifier::new(Thresholds::default());
+        let mut c = Classifier::new(thresholds.clone());
         if let Some(t) = trigger_end {
             c.set_trigger_end(t);
         }
