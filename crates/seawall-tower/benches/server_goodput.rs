@@ -1,7 +1,7 @@
 //! Goodput at 2× and 4× overload as a fraction of capacity: no protection, `ShedLayer`, and
 //! tower's `load_shed` + `ConcurrencyLimit`, in the same run.
 //!
-//! `cargo bench -p seawall-tower --no-default-features --features server,bench-tower-anchor --bench server_goodput`
+//! `cargo bench -p seawall-tower --no-default-features --features server --bench server_goodput`
 
 #[path = "server_common/mod.rs"]
 mod common;

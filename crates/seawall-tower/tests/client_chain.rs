@@ -1,6 +1,7 @@
 //! Rule 1 with real servers: a 3-tier chain of axum services over loopback whose bottom fails.
 //! Naive 3-attempt retries at every tier send 27 attempts to the bottom per edge request;
 //! `RetryLayer` at the edge and `FailFastLayer` below send at most 3.
+#![cfg(feature = "client")]
 
 mod common_client;
 

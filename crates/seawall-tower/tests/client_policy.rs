@@ -1,5 +1,6 @@
 //! The retry layer against real axum servers on 127.0.0.1: budgets, server hints, idempotency,
 //! refused connections, jitter independence, deadlines and gRPC trailers-only answers.
+#![cfg(feature = "client")]
 
 mod common_client;
 
