@@ -3,7 +3,8 @@
 Same numbers as scenarios/bronson.toml: 280 QPS Poisson for 60 s, edge deadline 2 s; the app
 retries once, immediately, after a 1 s timeout; the database has 30 workers, exponential 50 ms
 service, 10x slower while more than 300 requests arrived in the last second (ten 100 ms
-buckets); an outage holds requests from 10 s to 20 s. Work whose caller timed out is still done.
+buckets), a queue bound of 10,000 (refused attempts fail at once and are retried at once); an
+outage holds requests from 10 s to 20 s. Work whose caller timed out is still done.
 
 Prints one JSON line: wall seconds, edge requests, goodput, events (SimPy steps).
 """
@@ -35,6 +36,8 @@ def main(seed=1, duration=60.0):
         advance(env.now)
         ring[st["slot"] % 10] += 1
         st["sum"] += 1
+        if len(db.queue) >= 10000:  # the tier's queue_limit: refused at once
+            return False
         with db.request() as req:
             yield req
             if 10.0 <= env.now < 20.0:
@@ -42,13 +45,14 @@ def main(seed=1, duration=60.0):
             advance(env.now)
             factor = 10.0 if st["sum"] > 300 else 1.0
             yield env.timeout(rng.expovariate(1 / 0.05) * factor)
+        return True
 
     def app_call():
         for _ in range(2):
             work = env.process(db_attempt())
             timer = env.timeout(1.0)
             done = yield work | timer
-            if work in done:
+            if work in done and done[work]:
                 return True
         return False
 
@@ -74,9 +78,10 @@ def main(seed=1, duration=60.0):
         env.step()
         steps += 1
     wall = time.perf_counter() - t0
-    print(json.dumps({"model": "simpy-bronson-naive", "wall_s": wall, "edge": st["edge"],
+    print(json.dumps({"model": "simpy-bronson-naive", "duration_s": duration, "wall_s": wall, "edge": st["edge"],
                       "good": st["good"], "events": steps}))
 
 
 if __name__ == "__main__":
-    main(seed=int(sys.argv[1]) if len(sys.argv) > 1 else 1)
+    main(seed=int(sys.argv[1]) if len(sys.argv) > 1 else 1,
+         duration=float(sys.argv[2]) if len(sys.argv) > 2 else 60.0)

@@ -1,7 +1,7 @@
 //! Engine speed: events per second on catalog scenarios (a bench binary, not criterion: each
 //! figure is one full run, and the SimPy anchor is timed by `benches/run.sh` in the same run).
 //!
-//! `cargo bench -p seawall-sim --bench engine [-- SCENARIO...]`
+//! `cargo bench -p seawall-sim --bench engine [-- SCENARIO[:SECONDS]...]`
 
 use std::time::Instant;
 
@@ -17,7 +17,12 @@ fn main() {
         "scenario", "policy", "events", "wall_s", "events_per_s", "peak_calls"
     );
     for name in &names {
-        let s = match seawall_sim::load(name, &[]) {
+        // `NAME:SECONDS` runs a catalog scenario for another duration (longer runs time better).
+        let (file, sets) = match name.split_once(':') {
+            Some((n, d)) => (n, vec![format!("duration_s={d}")]),
+            None => (name.as_str(), vec![]),
+        };
+        let s = match seawall_sim::load(file, &sets) {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("{e}");
