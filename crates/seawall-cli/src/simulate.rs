@@ -122,3 +122,19 @@ fn list() -> anyhow::Result<String> {
     }
     Ok(s)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_names_every_scenario_and_preset() {
+        let text = list().unwrap();
+        for name in catalog::names() {
+            assert!(text.contains(&format!("  {name} ")), "{name}");
+        }
+        for p in PRESETS {
+            assert!(text.contains(&format!("  {p} ")), "{p}");
+        }
+    }
+}
