@@ -14,6 +14,7 @@
 //! the same way for a recorded series ([`replay`]) and for live scrapes.
 #![warn(missing_docs)]
 
+pub mod alerts;
 pub mod classifier;
 pub mod export;
 pub mod names;

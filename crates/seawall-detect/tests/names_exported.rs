@@ -2,7 +2,7 @@
 //! client metrics registered in a real registry, the server snapshot rendered by `export`.
 
 use prometheus_client::registry::Registry;
-use seawall_detect::{export, names, prom};
+use seawall_detect::{alerts, export, names, prom};
 use seawall_tower::client::{ClientMetrics, metrics_text};
 use seawall_tower::server::ServerMetrics;
 
@@ -20,5 +20,19 @@ fn every_name_read_is_exported_and_the_page_parses() {
     let samples = prom::parse(&page).unwrap();
     for name in names::ALL {
         assert!(samples.iter().any(|s| s.name == name), "{name} not exported:\n{page}");
+    }
+}
+
+#[test]
+fn every_name_in_the_alerts_and_dashboard_is_exported() {
+    let page = exported_page();
+    let exported: Vec<String> = prom::parse(&page).unwrap().into_iter().map(|s| s.name).collect();
+    let cfg = alerts::AlertConfig::default();
+    for text in [alerts::prometheus_rules(&cfg), alerts::grafana_dashboard(&cfg)] {
+        let used = alerts::metric_names_in(&text);
+        assert!(used.len() >= 4, "{used:?}");
+        for name in used {
+            assert!(exported.contains(&name), "{name} is used but not exported:\n{page}");
+        }
     }
 }

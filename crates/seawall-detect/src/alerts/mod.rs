@@ -1,0 +1,103 @@
+//! Prometheus alerting rules and a Grafana dashboard for the metrics seawall exports.
+//!
+//! # Why these four alerts
+//!
+//! Seed 000's dashboards were green for eleven minutes because they watched error rate and
+//! latency; every request was eventually succeeding after a retry. The alerts here watch what a
+//! storm changes first (seed 002, "How to detect it"):
+//!
+//! 1. **attempts per logical call above 1.5 for 2 minutes** — the client's own multiplier;
+//! 2. **the dependency-to-edge ratio up while the edge is flat** — more requests reach the bottom
+//!    than the users explain (the ratio seed 000 put "on the first dashboard anyone opens");
+//! 3. **retry overflow rising** — budgets are refusing retries: the dependency is sick, and
+//!    without the budget this would be a storm;
+//! 4. **oldest queued request older than the callers' timeout** — the queue holds work whose
+//!    caller has already given up (and is retrying it).
+//!
+//! Thresholds are the classifier's ([`crate::Thresholds`]): 1.5× attempts, edge "flat" below
+//! 1.3× its level 10 minutes earlier. Services are told apart by the `job` label Prometheus adds
+//! at scrape time; name the edge's and the dependency's jobs in [`AlertConfig`].
+
+mod grafana;
+mod rules;
+
+pub use grafana::grafana_dashboard;
+pub use rules::prometheus_rules;
+
+use crate::Thresholds;
+
+/// What the generated rules need to know about the deployment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlertConfig {
+    /// The Prometheus `job` of the edge service (default `edge`).
+    pub edge_job: String,
+    /// The Prometheus `job` of the dependency under watch (default `dependency`).
+    pub dependency_job: String,
+    /// The callers' timeout, seconds: queued work older than this is dead (default 1 s, the
+    /// app's timeout in Bronson et al.).
+    pub caller_timeout_s: f64,
+    /// Attempts per call that is amplification (default 1.5, seed 002's alert).
+    pub amplification: f64,
+    /// Edge rate, relative to 10 minutes earlier, still called flat (default 1.3).
+    pub edge_flat: f64,
+}
+
+impl Default for AlertConfig {
+    fn default() -> Self {
+        let th = Thresholds::default();
+        AlertConfig {
+            edge_job: "edge".into(),
+            dependency_job: "dependency".into(),
+            caller_timeout_s: 1.0,
+            amplification: th.amplification,
+            edge_flat: th.edge_flat,
+        }
+    }
+}
+
+impl AlertConfig {
+    /// Requests arriving at `job` per second (served plus rejected), as PromQL.
+    fn arrivals(&self, job: &str, offset: &str) -> String {
+        let m = |name: &str| format!("sum(rate({name}{{job=\"{job}\"}}[1m]{offset}))");
+        format!(
+            "({} + ({} or vector(0)))",
+            m(crate::names::SERVER_THROUGHPUT),
+            m(crate::names::SERVER_REJECTED)
+        )
+    }
+
+    /// The dependency-to-edge ratio, as PromQL (`offset` e.g. `" offset 10m"` or `""`).
+    fn dependency_to_edge(&self, offset: &str) -> String {
+        format!(
+            "{} / {}",
+            self.arrivals(&self.dependency_job, offset),
+            self.arrivals(&self.edge_job, offset)
+        )
+    }
+
+    /// Attempts per logical call by job, as PromQL.
+    fn attempts_per_call(&self) -> String {
+        format!(
+            "sum by (job) (rate({}[1m])) / sum by (job) (rate({}[1m]))",
+            crate::names::CLIENT_ATTEMPTS,
+            crate::names::CLIENT_CALLS
+        )
+    }
+}
+
+/// The distinct `seawall_…` metric names a generated text uses (for checking them).
+pub fn metric_names_in(text: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("seawall_") {
+        let tail = &rest[i..];
+        let end =
+            tail.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(tail.len());
+        let name = &tail[..end];
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_string());
+        }
+        rest = &tail[end..];
+    }
+    names
+}
