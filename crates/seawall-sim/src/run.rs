@@ -74,6 +74,7 @@ fn fault(s: &Scenario) -> Option<Fault> {
     let words: Vec<String> = s
         .faults
         .iter()
+        .filter(|f| f.start_s < s.duration_s)
         .map(|f| {
             let what = match (f.kind, f.mode) {
                 (FaultKind::Outage, OutageMode::Hold) => "outage (requests held)",

@@ -75,10 +75,12 @@ impl Scenario {
         }
     }
 
-    /// The fault window shown in reports: from the first fault's start to the last one's end.
+    /// The fault window shown in reports: from the first fault's start to the last one's end,
+    /// over the faults that start within the run (a shortened `--duration` may cut some off).
     pub fn fault_window(&self) -> Option<(f64, f64)> {
-        let start = self.faults.iter().map(|f| f.start_s).reduce(f64::min)?;
-        let end = self.faults.iter().map(|f| f.start_s + f.duration_s).reduce(f64::max)?;
+        let within = || self.faults.iter().filter(|f| f.start_s < self.duration_s);
+        let start = within().map(|f| f.start_s).reduce(f64::min)?;
+        let end = within().map(|f| f.start_s + f.duration_s).reduce(f64::max)?;
         Some((start, end))
     }
 }
