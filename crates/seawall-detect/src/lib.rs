@@ -16,6 +16,7 @@
 
 pub mod alerts;
 pub mod classifier;
+pub mod escape;
 pub mod export;
 pub mod names;
 pub mod prom;
