@@ -43,7 +43,7 @@ pub(crate) struct Args {
     /// Seed for jitter.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Write results.json and report.html here.
+    /// Write results.json (measured), sim.json (predicted) and report.html (both) here.
     #[arg(long, default_value = "lab-report")]
     out: PathBuf,
     /// Print results.json to stdout (the tables go to stderr).
@@ -113,9 +113,18 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("creating {}", args.out.display()))?;
     let json = out.results.to_json();
     std::fs::write(args.out.join("results.json"), &json).context("writing results.json")?;
-    std::fs::write(args.out.join("report.html"), seawall_report::render_html(&out.results))
-        .context("writing report.html")?;
-    let tables = format!("{}\n{}", seawall_report::render_table(&out.results), out.figures_table());
+    // The simulator's prediction for the same parameters sits beside the measurement: sim.json
+    // (same shape, `source: simulation`), and report.html shows both, column by column.
+    std::fs::write(args.out.join("sim.json"), out.predicted.to_json())
+        .context("writing sim.json")?;
+    let html = seawall_report::render_html_compare(&out.results, &out.predicted);
+    std::fs::write(args.out.join("report.html"), html).context("writing report.html")?;
+    let tables = format!(
+        "{}\n{}\nmeasured (lab) vs predicted (sim):\n{}",
+        seawall_report::render_table(&out.results),
+        out.figures_table(),
+        out.gap_table()
+    );
     if args.json {
         print!("{json}");
         eprint!("{tables}");

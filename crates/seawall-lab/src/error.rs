@@ -26,6 +26,8 @@ pub enum LabError {
     Http(String),
     /// The PostgreSQL backend failed.
     Backend(String),
+    /// The simulator could not run the lab's parameters (the `sim` column).
+    Sim(String),
 }
 
 impl LabError {
@@ -53,6 +55,7 @@ impl fmt::Display for LabError {
             LabError::Io(e) => write!(f, "i/o: {e}"),
             LabError::Http(e) => write!(f, "http: {e}"),
             LabError::Backend(e) => write!(f, "postgres backend: {e}"),
+            LabError::Sim(e) => write!(f, "simulator prediction: {e}"),
         }
     }
 }

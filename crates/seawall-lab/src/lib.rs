@@ -20,8 +20,10 @@ pub use config::{FaultKind, FaultSpec, LabParams, Stack};
 pub use error::LabError;
 pub use launch::{Launcher, NodeHandle};
 pub mod outcome;
+pub mod prom;
 pub mod report;
 pub mod run;
 pub mod scrape;
+pub mod sim;
 
 pub use outcome::{LabOutcome, run_lab, run_lab_blocking};

@@ -18,27 +18,37 @@ pub struct LabOutcome {
     pub results: Results,
     /// The lab's own figures, one per run, same order.
     pub figures: Vec<LabFigures>,
+    /// The simulator's prediction for the same parameters (the `sim` column), same runs.
+    pub predicted: Results,
 }
 
 impl LabOutcome {
     /// The lab's figures as a plain-text table, one row per configuration.
     pub fn figures_table(&self) -> String {
         let mut s = String::from(
-            "config     attempts/edge-req(fault)  goodput/s  offered/s  budget-refusals  shed  lag(s)\n",
+            "config     attempts/edge-req(fault)  goodput/s  offered/s  budget-refusals  shed  lag(s)  client attempts edge/gateway/order\n",
         );
         for (run, f) in self.results.runs.iter().zip(&self.figures) {
             s.push_str(&format!(
-                "{:<10} {:>24.2}  {:>9.1}  {:>9.1}  {:>15}  {:>4}  {:>6.3}\n",
+                "{:<10} {:>24.2}  {:>9.1}  {:>9.1}  {:>15}  {:>4}  {:>6.3}  {}/{}/{}\n",
                 run.policy,
                 f.amplification_during,
                 f.goodput_rps,
                 f.offered_rps,
                 f.budget_refusals,
                 f.shed,
-                f.max_lag_s
+                f.max_lag_s,
+                f.client_attempts[0],
+                f.client_attempts[1],
+                f.client_attempts[2],
             ));
         }
         s
+    }
+
+    /// Measured vs predicted (see [`crate::sim::gap_table`]).
+    pub fn gap_table(&self) -> String {
+        crate::sim::gap_table(&self.results, &self.predicted)
     }
 }
 
@@ -50,6 +60,9 @@ pub async fn run_lab(
     mut progress: impl FnMut(&str),
 ) -> Result<LabOutcome, LabError> {
     params.validate()?;
+    // Predicted first: it takes well under a second, and a parameter the simulator cannot
+    // express is better found before a minute of lab time.
+    let predicted = crate::sim::predict(params)?;
     let mut runs = Vec::new();
     let mut figures = Vec::new();
     for (i, &stack) in params.stacks.iter().enumerate() {
@@ -63,7 +76,7 @@ pub async fn run_lab(
         runs.push(run);
         figures.push(f);
     }
-    Ok(LabOutcome { results: to_results(params, runs), figures })
+    Ok(LabOutcome { results: to_results(params, runs), figures, predicted })
 }
 
 /// [`run_lab`] on a runtime of its own, for a binary: returns `Ok(None)` if interrupted by

@@ -4,6 +4,7 @@ use seawall_report::{Fault, Results, Run, Series, Source, summarize};
 
 use crate::config::LabParams;
 use crate::node::Role;
+use crate::node::stats::StatsSnapshot;
 use crate::run::Measured;
 
 /// Seconds at the start of the fault left out of [`LabFigures::amplification_during`]: the
@@ -26,6 +27,9 @@ pub struct LabFigures {
     pub shed: u64,
     /// The load generator's worst lag behind its schedule, seconds.
     pub max_lag_s: f64,
+    /// Attempts each tier's client layer sent over the run (edge, gateway, order), from the
+    /// layers' own Prometheus counters (`seawall_client_attempt_started_total`).
+    pub client_attempts: [u64; 3],
 }
 
 fn deltas(
@@ -90,6 +94,12 @@ pub fn to_run(params: &LabParams, m: &Measured) -> (Run, LabFigures) {
         budget_refusals: total(&series.budget_refusals_rps) as u64,
         shed: total(&series.shed_rps) as u64,
         max_lag_s: m.load.max_lag.as_secs_f64(),
+        client_attempts: [0, 1, 2].map(|t| {
+            let at = |row: Option<&Vec<StatsSnapshot>>| {
+                row.and_then(|r| r.get(t)).map_or(0, |s| s.attempts_sent)
+            };
+            at(m.ticks.get(n)).saturating_sub(at(m.ticks.first()))
+        }),
     };
     let run = Run {
         policy: m.stack.map_or("?", |s| s.as_str()).to_string(),

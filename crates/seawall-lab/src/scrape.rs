@@ -1,4 +1,5 @@
-//! The parent's HTTP calls to its nodes: stats each second, and the fault at `--at`.
+//! The parent's HTTP calls to its nodes: stats and Prometheus metrics each second, and the fault
+//! at `--at`.
 
 use bytes::Bytes;
 use http::{Method, Request};
@@ -11,6 +12,7 @@ use std::time::Duration;
 use crate::LabError;
 use crate::config::FaultSpec;
 use crate::node::stats::StatsSnapshot;
+use crate::prom;
 
 /// A small client for the nodes' `/lab/…` endpoints.
 #[derive(Debug, Clone)]
@@ -45,10 +47,20 @@ impl Admin {
             .map_err(|_| LabError::Http(format!("{url}: no answer within 2 s")))?
     }
 
-    /// The node's counters (`GET /lab/stats`).
+    /// The node's counters: the server side from `GET /lab/stats`, the client layer's attempts,
+    /// retries and budget refusals from its Prometheus page, `GET /metrics`.
     pub async fn stats(&self, base: &str) -> Result<StatsSnapshot, LabError> {
         let (_, body) = self.send(Method::GET, format!("{base}/lab/stats")).await?;
-        serde_json::from_slice(&body).map_err(|e| LabError::Http(format!("{base}/lab/stats: {e}")))
+        let mut s: StatsSnapshot = serde_json::from_slice(&body)
+            .map_err(|e| LabError::Http(format!("{base}/lab/stats: {e}")))?;
+        let (status, page) = self.send(Method::GET, format!("{base}/metrics")).await?;
+        if status == 200 {
+            let page = String::from_utf8_lossy(&page);
+            s.attempts_sent = prom::counter(&page, "seawall_client_attempt_started_total");
+            s.retries_sent = prom::counter(&page, "seawall_client_retries_total");
+            s.budget_refusals = prom::counter(&page, "seawall_client_retry_overflow_total");
+        }
+        Ok(s)
     }
 
     /// Starts `fault` on the dependency at `base` now.

@@ -1,6 +1,7 @@
 //! A short lab (nodes as in-process threads, each with its own runtime): the fault at 80 % of
 //! capacity keeps the baseline down and not the seawall stack, and the baseline multiplies
-//! attempts at the dependency by about 27 where seawall stays at one.
+//! attempts at the dependency by about 27 where seawall stays at one. Both run the real
+//! `seawall-tower` client layers, whose metrics account for what the dependency received.
 
 use std::time::Duration;
 
@@ -32,4 +33,15 @@ async fn baseline_stays_down_seawall_recovers() {
     let (fb, fs) = (out.figures[0].amplification_during, out.figures[1].amplification_during);
     assert!((22.0..=28.0).contains(&fb), "baseline amplification {fb}, expected ≈ 27");
     assert!(fs <= 1.2, "seawall amplification {fs}");
+    // The order service's client layer (its Prometheus counter, scraped from `/metrics`) sent
+    // what the dependency received.
+    for (r, f) in out.results.runs.iter().zip(&out.figures) {
+        let received: f64 = r.series.bottom_attempts_rps.iter().sum();
+        let sent = f.client_attempts[2] as f64;
+        assert!(
+            (sent - received).abs() <= 0.05 * received + 20.0,
+            "{}: {sent} vs {received}",
+            r.policy
+        );
+    }
 }

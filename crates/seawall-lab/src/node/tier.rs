@@ -4,18 +4,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use seawall::deadline::{Deadline, parse_timeout_ms};
-use seawall::time::{Clock, SystemClock};
-use seawall_tower::wire::{REQUEST_TIMEOUT_MS, RETRY_PUSHBACK_MS};
-
+use prometheus_client::registry::Registry;
+use seawall::deadline::parse_timeout_ms;
+use seawall_tower::client::metrics_response;
 use seawall_tower::server::ServerMetrics;
+use seawall_tower::wire::{REQUEST_TIMEOUT_MS, RETRY_PUSHBACK_MS, RequestDeadline};
 
 use super::NodeSpec;
-use super::client::{Downstream, upward};
+use super::client::Downstream;
 use super::stats::{NodeStats, StatsSnapshot};
 use crate::LabError;
 use crate::config::Stack;
@@ -40,6 +40,7 @@ pub struct Tier {
     down: Downstream,
     stats: NodeStats,
     layers: ServerMetrics,
+    registry: Registry,
 }
 
 impl Tier {
@@ -49,66 +50,65 @@ impl Tier {
             .downstream
             .as_deref()
             .ok_or_else(|| LabError::bad_input("downstream", "a tier needs a downstream URL"))?;
+        let down = Downstream::new(url, spec.role, spec.stack, spec.seed)?;
+        let mut registry = Registry::default();
+        down.metrics().register(&mut registry);
         Ok(Arc::new(Tier {
             stack: spec.stack,
-            down: Downstream::new(url, spec.role, spec.stack, spec.seed)?,
+            down,
             stats: NodeStats::default(),
             layers: ServerMetrics::new(),
+            registry,
         }))
     }
 
+    /// The server-side counters; the client's come from `GET /metrics` (see [`crate::scrape`]).
     fn snapshot(&self) -> StatsSnapshot {
-        let m = self.down.policy().metrics().snapshot();
-        let s = StatsSnapshot {
-            attempts_sent: m.attempts,
-            retries_sent: m.retries,
-            budget_refusals: m.retry_overflow(),
-            ..self.stats.snapshot()
-        };
-        super::protect::merge(s, &self.layers)
+        super::protect::merge(self.stats.snapshot(), &self.layers)
     }
 }
 
-async fn handle(State(tier): State<Arc<Tier>>, headers: HeaderMap) -> Response {
+async fn handle(State(tier): State<Arc<Tier>>, req: Request) -> Response {
     tier.stats.received();
-    let outcome = match tier.stack {
+    let resp = match tier.stack {
         // Baseline: no deadline, and the call runs to the end even if our caller has gone (a
         // thread-per-request server that never learns its client hung up).
         Stack::Baseline => {
             let t = tier.clone();
             match tokio::spawn(async move { t.down.call(None).await }).await {
-                Ok(o) => o,
+                Ok(r) => r,
                 Err(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
             }
         }
-        // Seawall: the edge's deadline travels down; the call is cancelled with the request.
+        // Seawall: the deadline the server `DeadlineLayer` read from our caller travels down
+        // (the client layer stamps the time left); the call is cancelled with the request.
         Stack::Seawall => {
-            let now = SystemClock.now();
-            let deadline = header_deadline(&headers).map(|d| Deadline::after(now, d));
-            if deadline.is_some_and(|d| d.is_expired(now)) {
-                tier.stats.doomed();
-                return StatusCode::SERVICE_UNAVAILABLE.into_response();
-            }
+            let deadline = req.extensions().get::<RequestDeadline>().copied();
             tier.down.call(deadline).await
         }
     };
-    let (status, dont_retry) = upward(outcome, tier.stack);
-    let mut resp = status.into_response();
-    if dont_retry {
-        resp.headers_mut().insert(RETRY_PUSHBACK_MS, HeaderValue::from_static("-1"));
+    let (parts, ()) = resp.into_parts();
+    let mut out = parts.status.into_response();
+    if let Some(v) = parts.headers.get(RETRY_PUSHBACK_MS) {
+        out.headers_mut().insert(RETRY_PUSHBACK_MS, v.clone());
     }
-    resp
+    out
 }
 
 async fn stats(State(tier): State<Arc<Tier>>) -> String {
     serde_json::to_string(&tier.snapshot()).unwrap_or_default()
 }
 
-/// The tier's routes: `GET /` and `GET /lab/stats`.
+async fn metrics(State(tier): State<Arc<Tier>>) -> http::Response<String> {
+    metrics_response(&tier.registry)
+}
+
+/// The tier's routes: `GET /`, `GET /metrics` (the client layer's Prometheus metrics) and
+/// `GET /lab/stats`.
 pub fn router(tier: Arc<Tier>) -> Router {
     let mut work = Router::new().route("/", get(handle));
     if tier.stack == Stack::Seawall {
         work = super::protect::protect(work, TIER_IN_FLIGHT, &tier.layers);
     }
-    work.route("/lab/stats", get(stats)).with_state(tier)
+    work.route("/lab/stats", get(stats)).route("/metrics", get(metrics)).with_state(tier)
 }
