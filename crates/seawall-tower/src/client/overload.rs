@@ -27,6 +27,22 @@ pub(crate) fn overloaded_response<B: Default>(grpc: bool) -> Response<B> {
     resp
 }
 
+/// A fail-fast layer's attempt timed out: HTTP 504, or for gRPC a trailers-only UNAVAILABLE
+/// without pushback. A timeout says nothing about overload by itself, so the owner above may
+/// still retry it within its budget.
+pub(crate) fn timed_out_response<B: Default>(grpc: bool) -> Response<B> {
+    let mut resp = Response::new(B::default());
+    if grpc {
+        let h = resp.headers_mut();
+        h.insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
+        h.insert("grpc-status", HeaderValue::from_static("14"));
+        h.insert("grpc-message", HeaderValue::from_static("upstream attempt timed out"));
+    } else {
+        *resp.status_mut() = StatusCode::GATEWAY_TIMEOUT;
+    }
+    resp
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -55,13 +55,17 @@ fn three_attempts_then_exhausted() {
 }
 
 #[test]
-fn fail_fast_makes_one_attempt_and_signals_overload() {
+fn fail_fast_makes_one_attempt_and_signals_only_overload() {
     let p = RetryPolicy::new(PolicyConfig::fail_fast(), Unlimited).with_seed(1);
+    let give_up = |reason, overloaded| [Decision::GiveUp(GiveUp { reason, overloaded })];
+    // A transient failure is passed up as it is: the one owner above may retry it.
     let (ds, _) = run_all(&p, RequestInfo::idempotent(), fail_503(), Hint::None);
-    assert_eq!(
-        ds,
-        [Decision::GiveUp(GiveUp { reason: GiveUpReason::AttemptsExhausted, overloaded: true })]
-    );
+    assert_eq!(ds, give_up(GiveUpReason::AttemptsExhausted, false));
+    // Throttling below becomes "overloaded; don't retry" above, and so does a pushback.
+    let (ds, _) = run_all(&p, RequestInfo::idempotent(), Class::Throttled, Hint::None);
+    assert_eq!(ds, give_up(GiveUpReason::AttemptsExhausted, true));
+    let (ds, _) = run_all(&p, RequestInfo::idempotent(), fail_503(), Hint::DontRetry);
+    assert_eq!(ds, give_up(GiveUpReason::ServerSaidDontRetry, true));
     assert!(PolicyConfig::fail_fast().with_max_attempts(3).is_err());
 }
 
@@ -100,7 +104,7 @@ fn non_idempotent_only_when_never_sent() {
     let (ds, _) = run_all(&p, RequestInfo::http("POST", false), fail_503(), Hint::None);
     assert_eq!(
         ds[0],
-        Decision::GiveUp(GiveUp { reason: GiveUpReason::NotIdempotent, overloaded: true })
+        Decision::GiveUp(GiveUp { reason: GiveUpReason::NotIdempotent, overloaded: false })
     );
     let refused = Class::Retryable(Transient::ConnectRefused);
     let (ds, _) = run_all(&p, RequestInfo::http("POST", false), refused, Hint::None);
@@ -277,7 +281,7 @@ fn send_once_is_never_retried_even_when_refused() {
     let (ds, _) = run_all(&p, RequestInfo::send_once(), refused, Hint::None);
     assert_eq!(
         ds,
-        [Decision::GiveUp(GiveUp { reason: GiveUpReason::NotReplayable, overloaded: true })]
+        [Decision::GiveUp(GiveUp { reason: GiveUpReason::NotReplayable, overloaded: false })]
     );
 }
 
