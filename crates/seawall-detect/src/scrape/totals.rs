@@ -113,8 +113,9 @@ pub fn rates(url: &str, prev: &Totals, cur: &Totals, dt: f64) -> TargetRates {
 ///
 /// - edge rate: requests arriving at the first target (its server metrics), or else the logical
 ///   calls its client layer started;
-/// - dependency rate: requests arriving at the last target, or else the attempts sent to it by
-///   the target before it (or by the only target);
+/// - dependency rate: requests arriving at the last target (its server metrics), or else the
+///   attempts the last target's client layer sends on — so a path may end at the deepest
+///   service that exports metrics, with the dependency itself unscraped;
 /// - goodput: the first target's server goodput, or else its client's successful calls;
 /// - queue age: the oldest queued request anywhere; refusals: summed over the targets.
 pub fn fold(t: f64, targets: &[TargetRates], prev: &[Totals], cur: &[Totals], dt: f64) -> Sample {
@@ -125,7 +126,7 @@ pub fn fold(t: f64, targets: &[TargetRates], prev: &[Totals], cur: &[Totals], dt
     let rate = |i: usize, f: fn(&Totals) -> Option<f64>| {
         delta(prev.get(i).and_then(f), cur.get(i).and_then(f)).map(|d| d / dt)
     };
-    let client_attempts = rate(n.saturating_sub(2), |x| x.attempts);
+    let client_attempts = rate(n - 1, |x| x.attempts);
     let edge_rps = edge.arrivals_rps.or(edge.calls_rps).unwrap_or(0.0);
     Sample {
         t,
