@@ -1,8 +1,9 @@
 //! Server metrics: rejections by reason, queue, in-flight, goodput vs throughput, success latency.
 //!
-//! Plain atomics behind an `Arc`, read through [`ServerMetrics::snapshot`]; export them however
-//! you like. Two choices follow the load-shedding literature (Amazon Builders' Library, "Using
-//! load shedding to avoid overload"):
+//! Plain atomics behind an `Arc`, read through [`ServerMetrics::snapshot`]; with the `prometheus`
+//! feature, `ServerMetrics::register` exports them at scrape time (names and PromQL in the
+//! `server::prometheus` module). Two choices follow the load-shedding literature (Amazon
+//! Builders' Library, "Using load shedding to avoid overload"):
 //!
 //! - **Goodput is not throughput.** Throughput counts every response the handler produced;
 //!   goodput counts only successful ones that were ready before the caller's deadline. A server
@@ -14,6 +15,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
+
+use seawall::time::Instant;
 
 /// Why a request was answered by a server layer instead of the handler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -68,15 +71,34 @@ pub fn bucket_upper_bound(i: usize) -> Option<Duration> {
     (i + 1 < LATENCY_BUCKETS).then(|| Duration::from_micros(1 << i))
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Inner {
     rejected: [AtomicU64; 4],
     in_flight: AtomicI64,
     queued: AtomicI64,
     oldest_queued_nanos: AtomicU64,
+    /// Arrival instant (clock nanos) of the oldest queued request; `u64::MAX` when none.
+    oldest_arrival_nanos: AtomicU64,
     throughput: AtomicU64,
     goodput: AtomicU64,
     latency: [AtomicU64; LATENCY_BUCKETS],
+    latency_sum_nanos: AtomicU64,
+}
+
+impl Default for Inner {
+    fn default() -> Self {
+        Inner {
+            rejected: Default::default(),
+            in_flight: AtomicI64::new(0),
+            queued: AtomicI64::new(0),
+            oldest_queued_nanos: AtomicU64::new(0),
+            oldest_arrival_nanos: AtomicU64::new(u64::MAX),
+            throughput: AtomicU64::new(0),
+            goodput: AtomicU64::new(0),
+            latency: Default::default(),
+            latency_sum_nanos: AtomicU64::new(0),
+        }
+    }
 }
 
 /// A cheap-to-clone handle every server layer reports into.
@@ -101,6 +123,8 @@ pub struct MetricsSnapshot {
     pub goodput: u64,
     /// Counts of goodput latencies per bucket (see [`bucket_upper_bound`]).
     pub latency: [u64; LATENCY_BUCKETS],
+    /// Sum of goodput latencies (a histogram's `_sum`; wraps after ~584 years of latency).
+    pub latency_sum: Duration,
 }
 
 impl MetricsSnapshot {
@@ -126,12 +150,24 @@ impl ServerMetrics {
         self.0.rejected[reason.index()].fetch_add(1, Relaxed);
     }
 
-    pub(crate) fn set_gauges(&self, in_flight: usize, len: usize, oldest: Duration) {
+    pub(crate) fn set_gauges(&self, in_flight: usize, len: usize, oldest: Duration, now: Instant) {
         self.0.in_flight.store(in_flight as i64, Relaxed);
         self.0.queued.store(len as i64, Relaxed);
         self.0
             .oldest_queued_nanos
             .store(u64::try_from(oldest.as_nanos()).unwrap_or(u64::MAX), Relaxed);
+        let arrival = if len == 0 { u64::MAX } else { now.saturating_sub(oldest).as_nanos() };
+        self.0.oldest_arrival_nanos.store(arrival, Relaxed);
+    }
+
+    /// Age of the oldest queued request at `now` (zero if the queue is empty), where `now` comes
+    /// from the clock the `ShedLayer` runs on. Unlike [`MetricsSnapshot::oldest_queued`] it keeps
+    /// growing while the queue is stuck and nothing arrives, which is when it matters.
+    pub fn oldest_queued_at(&self, now: Instant) -> Duration {
+        match self.0.oldest_arrival_nanos.load(Relaxed) {
+            u64::MAX => Duration::ZERO,
+            arrival => Duration::from_nanos(now.as_nanos().saturating_sub(arrival)),
+        }
     }
 
     /// Records a response the handler produced: `good` if it counts as goodput (then its
@@ -143,6 +179,8 @@ impl ServerMetrics {
             let micros = latency.as_micros().max(1);
             let i = (128 - (micros - 1).leading_zeros()) as usize;
             self.0.latency[i.min(LATENCY_BUCKETS - 1)].fetch_add(1, Relaxed);
+            let nanos = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX);
+            self.0.latency_sum_nanos.fetch_add(nanos, Relaxed);
         }
     }
 
@@ -157,6 +195,7 @@ impl ServerMetrics {
             throughput: i.throughput.load(Relaxed),
             goodput: i.goodput.load(Relaxed),
             latency: std::array::from_fn(|k| i.latency[k].load(Relaxed)),
+            latency_sum: Duration::from_nanos(i.latency_sum_nanos.load(Relaxed)),
         }
     }
 }
@@ -184,6 +223,7 @@ mod tests {
         assert_eq!(s.latency[2], 2);
         assert_eq!(s.latency[LATENCY_BUCKETS - 1], 1);
         assert_eq!((s.throughput, s.goodput), (5, 4));
+        assert_eq!(s.latency_sum, Duration::from_micros(100_000_008));
         assert_eq!(bucket_upper_bound(2), Some(Duration::from_micros(4)));
         assert_eq!(bucket_upper_bound(LATENCY_BUCKETS - 1), None);
     }

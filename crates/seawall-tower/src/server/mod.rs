@@ -12,7 +12,8 @@
 //! 3. [`IdempotencyLayer`] executes a request carrying an `Idempotency-Key` once and replays the
 //!    stored response to repeats.
 //!
-//! All three report into one [`ServerMetrics`].
+//! All three report into one [`ServerMetrics`]; with the `prometheus` feature,
+//! `ServerMetrics::register` exports it as `seawall_server_*` metrics.
 //!
 //! ```
 //! use seawall_tower::server::{DeadlineLayer, IdempotencyLayer, ServerMetrics, ShedLayer};
@@ -30,6 +31,8 @@
 pub mod deadline;
 pub mod idempotency;
 pub mod metrics;
+#[cfg(feature = "prometheus")]
+pub mod prometheus;
 mod response;
 pub mod shed;
 

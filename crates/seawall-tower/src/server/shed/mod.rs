@@ -97,7 +97,7 @@ impl<C: Clock> Shared<C> {
     }
 
     fn gauges(&self, adm: &Admission<oneshot::Sender<Grant>>, now: Instant) {
-        self.metrics.set_gauges(adm.in_flight(), adm.queue_len(), adm.oldest_age(now));
+        self.metrics.set_gauges(adm.in_flight(), adm.queue_len(), adm.oldest_age(now), now);
     }
 
     /// Grants freed slots to queued requests; called with the lock held.

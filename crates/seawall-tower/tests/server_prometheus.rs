@@ -1,0 +1,125 @@
+//! The Prometheus export of the server metrics: a few requests through `ShedLayer`, then the
+//! scraped text is checked for every name, label and value.
+#![cfg(feature = "prometheus")]
+
+use std::convert::Infallible;
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{Request, Response, StatusCode};
+use prometheus_client::registry::Registry;
+use seawall_tower::server::{MetricsSnapshot, ServerMetrics, ShedLayer, prometheus};
+use tokio::sync::Semaphore;
+use tower::{Layer, ServiceExt, service_fn};
+
+/// Yields until `cond` holds for the metrics (the spawned requests are on the same runtime).
+async fn until(metrics: &ServerMetrics, cond: impl Fn(&MetricsSnapshot) -> bool) {
+    for _ in 0..10_000 {
+        if cond(&metrics.snapshot()) {
+            return;
+        }
+        tokio::task::yield_now().await;
+    }
+    panic!("metrics never reached the expected state: {:?}", metrics.snapshot());
+}
+
+fn get(path: &str) -> Request<String> {
+    Request::builder().uri(path).body(String::new()).expect("valid request")
+}
+
+#[tokio::test]
+async fn scrape_after_requests_through_shed_layer() {
+    let metrics = ServerMetrics::new();
+    let mut registry = Registry::default();
+    metrics.register(&mut registry);
+
+    // One slot, one queue place. The handler waits for a permit from `gate`, so the test decides
+    // when requests finish; `/fail` answers 500 (throughput but not goodput).
+    let gate = Arc::new(Semaphore::new(0));
+    let handler = {
+        let gate = gate.clone();
+        service_fn(move |req: Request<String>| {
+            let gate = gate.clone();
+            async move {
+                gate.acquire().await.expect("gate open").forget();
+                let status = if req.uri().path() == "/fail" {
+                    StatusCode::INTERNAL_SERVER_ERROR
+                } else {
+                    StatusCode::OK
+                };
+                let mut resp = Response::new("done".to_owned());
+                *resp.status_mut() = status;
+                Ok::<_, Infallible>(resp)
+            }
+        })
+    };
+    let svc = ShedLayer::new(NonZeroUsize::MIN).queue(1).metrics(metrics.clone()).layer(handler);
+
+    let running = tokio::spawn(svc.clone().oneshot(get("/ok")));
+    until(&metrics, |s| s.in_flight == 1).await;
+    let queued = tokio::spawn(svc.clone().oneshot(get("/fail")));
+    until(&metrics, |s| s.queue_len == 1).await;
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let shed = svc.clone().oneshot(get("/ok")).await.expect("infallible");
+    assert_eq!(shed.status(), StatusCode::SERVICE_UNAVAILABLE);
+
+    let busy = prometheus::encode(&registry);
+    for needle in [
+        "# TYPE seawall_server_in_flight gauge\nseawall_server_in_flight 1.0\n",
+        "# TYPE seawall_server_queue_length gauge\nseawall_server_queue_length 1.0\n",
+        "seawall_server_rejected_total{reason=\"queue_full\"} 1\n",
+        "seawall_server_throughput_total 0\n",
+    ] {
+        assert!(busy.contains(needle), "{needle:?} missing from\n{busy}");
+    }
+    // The age is measured at the scrape: the queued request has waited ≥ 5 ms.
+    let age: f64 = value_of(&busy, "seawall_server_oldest_queued_seconds ");
+    assert!((0.005..1.0).contains(&age), "oldest queued age {age}");
+
+    gate.add_permits(2);
+    assert_eq!(running.await.expect("task").expect("infallible").status(), StatusCode::OK);
+    let failed = queued.await.expect("task").expect("infallible");
+    assert_eq!(failed.status(), StatusCode::INTERNAL_SERVER_ERROR);
+
+    let idle = prometheus::encode(&registry);
+    for needle in [
+        "# TYPE seawall_server_throughput counter\nseawall_server_throughput_total 2\n",
+        "# TYPE seawall_server_goodput counter\nseawall_server_goodput_total 1\n",
+        "# TYPE seawall_server_rejected counter\n",
+        "seawall_server_rejected_total{reason=\"queue_full\"} 1\n",
+        "seawall_server_rejected_total{reason=\"codel_drop\"} 0\n",
+        "seawall_server_rejected_total{reason=\"deadline_expired\"} 0\n",
+        "seawall_server_rejected_total{reason=\"retry_shed\"} 0\n",
+        "seawall_server_in_flight 0.0\n",
+        "seawall_server_queue_length 0.0\n",
+        "seawall_server_oldest_queued_seconds 0.0\n",
+        "# UNIT seawall_server_oldest_queued_seconds seconds\n",
+        "# TYPE seawall_server_request_duration_seconds histogram\n",
+        "seawall_server_request_duration_seconds_count 1\n",
+        "seawall_server_request_duration_seconds_bucket{le=\"0.000001\"} 0\n",
+        "seawall_server_request_duration_seconds_bucket{le=\"+Inf\"} 1\n",
+        "# EOF\n",
+    ] {
+        assert!(idle.contains(needle), "{needle:?} missing from\n{idle}");
+    }
+    // Only the success is in the histogram; it waited ≥ 5 ms for the gate.
+    let sum: f64 = value_of(&idle, "seawall_server_request_duration_seconds_sum ");
+    assert!((0.005..1.0).contains(&sum), "latency sum {sum}");
+}
+
+#[test]
+fn http_response_is_openmetrics_text() {
+    let mut registry = Registry::default();
+    ServerMetrics::new().register(&mut registry);
+    let resp = prometheus::metrics_response(&registry);
+    let ct = resp.headers()[http::header::CONTENT_TYPE].to_str().expect("ascii");
+    assert!(ct.starts_with("application/openmetrics-text"));
+    assert!(resp.body().contains("seawall_server_goodput_total 0\n"));
+}
+
+/// The value on the line starting with `prefix`.
+fn value_of(text: &str, prefix: &str) -> f64 {
+    let line = text.lines().find(|l| l.starts_with(prefix)).expect("metric line present");
+    line[prefix.len()..].parse().expect("a number")
+}
