@@ -1,6 +1,19 @@
 //! Overhead per call of `RetryLayer` on the success path, over a no-op service, against
 //! `tower::retry::Retry` with a `TpsBudget` policy in the same run. Futures complete on their
 //! first poll (no I/O), so each is polled once with a no-op waker: no executor in the numbers.
+//! Requests are built, and responses dropped, outside the timed part (`iter_batched`), so the
+//! baseline is the call of a no-op service and nothing else.
+//!
+//! `SEAWALL_BENCH_COUNT=<n>` skips criterion and runs each case `n` times in its own
+//! `#[inline(never)]` function (`count_<case>`), for instruction counts under callgrind:
+//!
+//! ```text
+//! SEAWALL_BENCH_COUNT=100000 valgrind --tool=callgrind --callgrind-out-file=cg.out \
+//!     target/release/deps/client_overhead-<hash>
+//! callgrind_annotate --inclusive=yes cg.out | grep count_
+//! ```
+//!
+//! `SEAWALL_BENCH_SIZES=1` prints the size of each layer's response future instead.
 
 use std::convert::Infallible;
 use std::future::{Future, Ready, ready};
@@ -11,7 +24,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, criterion_group};
 use http::{Request, Response};
 use seawall_tower::client::{ClientMetrics, RetryLayer};
 use tower::retry::budget::{Budget, TpsBudget};
@@ -70,37 +83,96 @@ fn request() -> Request<Bytes> {
     Request::get("http://dependency/orders/1").body(Bytes::new()).unwrap()
 }
 
+/// One call: ready, call, poll once.
+#[inline(always)]
+fn call<S>(svc: &mut S, req: Request<Bytes>) -> S::Response
+where
+    S: Service<Request<Bytes>>,
+    S::Error: std::fmt::Debug,
+{
+    assert!(svc.poll_ready(&mut Context::from_waker(Waker::noop())).is_ready());
+    once(svc.call(black_box(req))).unwrap()
+}
+
 fn bench<S>(c: &mut Criterion, name: &str, mut svc: S)
 where
     S: Service<Request<Bytes>>,
     S::Error: std::fmt::Debug,
 {
-    let mut cx = Context::from_waker(Waker::noop());
     c.bench_function(name, |b| {
-        b.iter(|| {
-            assert!(svc.poll_ready(&mut cx).is_ready());
-            black_box(once(svc.call(black_box(request()))).unwrap())
-        })
+        b.iter_batched(request, |req| call(&mut svc, req), BatchSize::SmallInput)
     });
 }
 
-fn overhead(c: &mut Criterion) {
-    // The deadline path arms a tokio timer (never fired): it needs a runtime context.
-    let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
-    let _ctx = rt.enter();
-    bench(c, "client/noop (baseline)", noop());
+/// Runs `n` calls; the request is built inside the loop, so subtract `count_noop`.
+#[inline(always)]
+fn count<S>(n: u64, mut svc: S)
+where
+    S: Service<Request<Bytes>>,
+    S::Error: std::fmt::Debug,
+{
+    for _ in 0..n {
+        black_box(call(&mut svc, request()));
+    }
+}
+
+macro_rules! counters {
+    ($($name:ident),*) => {$(
+        #[inline(never)]
+        fn $name<S>(n: u64, svc: S)
+        where
+            S: Service<Request<Bytes>>,
+            S::Error: std::fmt::Debug,
+        {
+            // Distinct bodies: two cases of the same service type must not fold into one.
+            black_box(stringify!($name));
+            count(n, svc)
+        }
+    )*};
+}
+
+counters!(count_noop, count_tower, count_seawall, count_seawall_deadline_metrics);
+
+fn tower_retry() -> impl Service<Request<Bytes>, Error = impl std::fmt::Debug> {
     let budget = Arc::new(TpsBudget::new(Duration::from_secs(10), 10, 0.2));
-    bench(
-        c,
-        "client/tower Retry + TpsBudget",
-        tower::retry::RetryLayer::new(TowerPolicy(budget)).layer(noop()),
-    );
-    bench(c, "client/seawall RetryLayer", RetryLayer::new().layer(noop()));
-    let with_metrics = RetryLayer::new()
+    tower::retry::RetryLayer::new(TowerPolicy(budget)).layer(noop())
+}
+
+fn with_deadline_metrics() -> RetryLayer {
+    RetryLayer::new()
         .with_default_timeout(Duration::from_secs(1))
-        .with_metrics(Arc::new(ClientMetrics::new()));
-    bench(c, "client/seawall RetryLayer + deadline + metrics", with_metrics.layer(noop()));
+        .with_metrics(Arc::new(ClientMetrics::new()))
+}
+
+fn overhead(c: &mut Criterion) {
+    bench(c, "client/noop (baseline)", noop());
+    bench(c, "client/tower Retry + TpsBudget", tower_retry());
+    bench(c, "client/seawall RetryLayer", RetryLayer::new().layer(noop()));
+    let name = "client/seawall RetryLayer + deadline + metrics";
+    bench(c, name, with_deadline_metrics().layer(noop()));
 }
 
 criterion_group!(benches, overhead);
-criterion_main!(benches);
+
+fn main() {
+    // The deadline path arms a tokio timer (never fired): it needs a runtime context.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    let _ctx = rt.enter();
+    if std::env::var("SEAWALL_BENCH_SIZES").is_ok() {
+        // Futures are moved by value: their size is part of the cost.
+        let seawall = RetryLayer::new().layer(noop()).call(request());
+        let tower = tower_retry().call(request());
+        let (s, t) = (std::mem::size_of_val(&seawall), std::mem::size_of_val(&tower));
+        println!("future sizes: seawall {s} bytes, tower {t} bytes");
+        return;
+    }
+    if let Some(n) = std::env::var("SEAWALL_BENCH_COUNT").ok().and_then(|v| v.parse().ok()) {
+        count_noop(n, noop());
+        count_tower(n, tower_retry());
+        count_seawall(n, RetryLayer::new().layer(noop()));
+        count_seawall_deadline_metrics(n, with_deadline_metrics().layer(noop()));
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

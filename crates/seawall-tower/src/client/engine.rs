@@ -1,4 +1,6 @@
-//! The loop both layers run: the core policy decides, this adapter sends, stamps and sleeps.
+//! What both layers do around each attempt: the core policy decides, this adapter stamps,
+//! classifies and keeps the call's state between attempts ([`Ctx`]). The sending itself is in
+//! `attempt.rs`, the future that drives a call in `retry/future.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,9 +11,7 @@ use seawall::classify::{Class, HttpClassifier, Transient, is_idempotent_method};
 use seawall::deadline::{Deadline, encode_grpc_timeout, parse_grpc_timeout};
 use seawall::hint::Hint;
 use seawall::policy::{Attempt, Call, Decision, GiveUp, GiveUpReason, RequestInfo, RetryPolicy};
-use seawall::time::{Clock, SystemClock};
-use tower_service::Service;
-use tracing::Instrument;
+use seawall::time::{Clock, Instant, SystemClock};
 
 use crate::client::body::{ReplayBody, replay_request};
 use crate::client::classify::{Protocol, classify_error, classify_response};
@@ -28,6 +28,7 @@ pub(crate) struct Shared<Bu> {
     pub(crate) policy: Arc<RetryPolicy<Bu>>,
     pub(crate) classifier: HttpClassifier,
     pub(crate) default_timeout: Option<Duration>,
+    pub(crate) timeout_header: TimeoutHeader,
     pub(crate) stamp_keys: bool,
     pub(crate) metrics: Option<Arc<ClientMetrics>>,
 }
@@ -38,40 +39,217 @@ impl<Bu> Clone for Shared<Bu> {
             policy: self.policy.clone(),
             classifier: self.classifier,
             default_timeout: self.default_timeout,
+            timeout_header: self.timeout_header.clone(),
             stamp_keys: self.stamp_keys,
             metrics: self.metrics.clone(),
         }
     }
 }
 
-/// Releases what an unfinished call holds if the caller drops the future mid-call.
-struct Guard<'a, Bu: Budget> {
-    policy: &'a RetryPolicy<Bu>,
+/// One logical call between attempts: the policy's per-call state, the spare copy of the request
+/// for a retry. Dropping it before the call has ended
+/// abandons the call, which returns what it held to the budget and breaker.
+pub(crate) struct Ctx<S, B, RB, Bu: Budget> {
+    pub(crate) svc: S,
+    shared: Arc<Shared<Bu>>,
     call: Call,
+    spare: Option<Request<B>>,
+    protocol: Protocol,
+    started: Instant,
+    max_attempts: u32,
+    _response: std::marker::PhantomData<fn() -> RB>,
 }
 
-impl<Bu: Budget> Drop for Guard<'_, Bu> {
+impl<S, B, RB, Bu: Budget> Drop for Ctx<S, B, RB, Bu> {
     fn drop(&mut self) {
         if !self.call.is_finished() {
-            self.policy.abandon(&mut self.call, SystemClock.now());
+            self.shared.policy.abandon(&mut self.call, SystemClock.now());
         }
     }
 }
 
-fn stamp<B>(req: &mut Request<B>, protocol: Protocol, attempt: &Attempt) {
+/// What comes after an attempt.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "returned once per attempt and taken apart at once; boxing would allocate"
+)]
+pub(crate) enum Step<B, RB> {
+    /// The call is over.
+    Done(Result<Response<RB>, GaveUpError<RB>>),
+    /// Wait `after`, then send `next`; `last` is what the failed attempt produced.
+    Retry { after: Duration, next: Request<B>, last: LastOutcome<RB> },
+}
+
+/// An attempt's result: the response or transport error, `None` if it timed out.
+pub(crate) type Sent<RB> = Option<Result<Response<RB>, BoxError>>;
+
+impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
+    /// Starts a logical call for `req` (stamping an idempotency key on it if configured). The
+    /// call's first attempt starts at [`started`](Self::started): one clock read serves both.
+    #[inline]
+    pub(crate) fn start(svc: S, shared: Arc<Shared<Bu>>, req: &mut Request<B>) -> Self {
+        let policy = &*shared.policy;
+        let started = SystemClock.now();
+        let protocol = Protocol::of(req.headers());
+        let deadline = req
+            .extensions()
+            .get::<RequestDeadline>()
+            .map(|d| d.0)
+            .or_else(|| shared.default_timeout.map(|t| Deadline::after(started, t)));
+
+        let mut has_key = req.headers().contains_key(IDEMPOTENCY_KEY);
+        if shared.stamp_keys && !has_key && !is_idempotent_method(req.method().as_str()) {
+            let key = uuid::Uuid::new_v4().hyphenated().to_string();
+            if let Ok(v) = HeaderValue::try_from(key) {
+                req.headers_mut().insert(IDEMPOTENCY_KEY, v);
+                has_key = true;
+            }
+        }
+        let max_attempts = policy.config().max_attempts();
+        // The copy for a retry is taken before the first attempt consumes the request; for
+        // `Bytes`-like bodies it is reference counts, plus the header map when there is one.
+        let spare = if max_attempts > 1 { replay_request(req) } else { None };
+        // A body that cannot be replayed is sent once: tell the policy it is not safe to resend.
+        let info = if max_attempts > 1 && spare.is_none() {
+            RequestInfo::send_once()
+        } else {
+            RequestInfo::http(req.method().as_str(), has_key)
+        };
+        let call = policy.start(started, info, deadline);
+        if let Some(m) = &shared.metrics {
+            m.call_started();
+        }
+        Ctx {
+            svc,
+            shared,
+            call,
+            spare,
+            protocol,
+            started,
+            max_attempts,
+            _response: std::marker::PhantomData,
+        }
+    }
+
+    /// When the call started (the first attempt's start).
+    pub(crate) fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// The error for a call the policy gave up on, with what the last attempt produced.
+    pub(crate) fn give_up(&self, g: GiveUp, last: LastOutcome<RB>) -> GaveUpError<RB> {
+        if let Some(m) = &self.shared.metrics {
+            m.gave_up(g.reason);
+            if let Some(b) = self.shared.policy.breaker() {
+                m.breaker_state(b.state(SystemClock.now()));
+            }
+        }
+        tracing::debug!(reason = g.reason.as_str(), overloaded = g.overloaded, "seawall: gave up");
+        GaveUpError::new(g, self.call.attempts(), self.protocol == Protocol::Grpc, last)
+    }
+
+    /// Asks the policy whether the next attempt may start `at`; if so, keeps a spare copy of
+    /// `req` when another retry may follow and stamps the attempt's headers on it. On a refusal
+    /// the call is over: report it with [`give_up`](Self::give_up).
+    #[inline]
+    pub(crate) fn begin(&mut self, req: &mut Request<B>, at: Instant) -> Result<Attempt, GiveUp> {
+        let attempt = self.shared.policy.before_attempt(&mut self.call, at)?;
+        if attempt.number() < self.max_attempts && attempt.number() > 1 {
+            self.spare = replay_request(req);
+        }
+        stamp(req, self.protocol, &attempt, &self.shared.timeout_header);
+        if let Some(m) = &self.shared.metrics {
+            m.attempt_started(attempt.number());
+        }
+        Ok(attempt)
+    }
+
+    /// Reports an attempt's result to the policy: the call's end, or the wait and the request
+    /// for the next attempt.
+    pub(crate) fn end(&mut self, result: Sent<RB>) -> Step<B, RB> {
+        let shared = &*self.shared;
+        let (class, hint, outcome) = match result {
+            Some(Ok(resp)) => {
+                let (class, hint) = classify_response(&shared.classifier, self.protocol, &resp);
+                (class, hint, LastOutcome::Response(resp))
+            }
+            Some(Err(e)) => (classify_error(&*e), Hint::None, LastOutcome::Error(e)),
+            None => (Class::Retryable(Transient::Timeout), Hint::None, LastOutcome::TimedOut),
+        };
+        let now = SystemClock.now();
+        let policy = &*shared.policy;
+        match policy.after_attempt(&mut self.call, now, class, hint) {
+            Decision::Success => {
+                if let Some(m) = &shared.metrics {
+                    m.succeeded(now - self.started);
+                }
+                if let LastOutcome::Response(resp) = outcome {
+                    return Step::Done(Ok(resp));
+                }
+                // Only responses classify as success; keep the type system honest anyway.
+                let g = GiveUp { reason: GiveUpReason::NotRetryable, overloaded: false };
+                Step::Done(Err(self.give_up(g, outcome)))
+            }
+            Decision::GiveUp(g) => match outcome {
+                // A 404 or 400 is the caller's answer, not a failure of the dependency.
+                LastOutcome::Response(resp) if g.reason == GiveUpReason::NotRetryable => {
+                    if let Some(m) = &shared.metrics {
+                        m.gave_up(g.reason);
+                    }
+                    Step::Done(Ok(resp))
+                }
+                other => Step::Done(Err(self.give_up(g, other))),
+            },
+            Decision::Retry { after } => {
+                let Some(next) = self.spare.take() else {
+                    // A streaming body, refused before it was sent: it cannot be resent.
+                    policy.abandon(&mut self.call, now);
+                    let g = GiveUp { reason: GiveUpReason::NotReplayable, overloaded: true };
+                    return Step::Done(Err(self.give_up(g, outcome)));
+                };
+                tracing::debug!(wait_ms = after.as_millis() as u64, "seawall: retrying");
+                Step::Retry { after, next, last: outcome }
+            }
+        }
+    }
+}
+
+/// `HeaderValue`s for small counts, built without allocating (`HeaderValue::from(n)` allocates).
+static SMALL: [HeaderValue; 11] = [
+    HeaderValue::from_static("0"),
+    HeaderValue::from_static("1"),
+    HeaderValue::from_static("2"),
+    HeaderValue::from_static("3"),
+    HeaderValue::from_static("4"),
+    HeaderValue::from_static("5"),
+    HeaderValue::from_static("6"),
+    HeaderValue::from_static("7"),
+    HeaderValue::from_static("8"),
+    HeaderValue::from_static("9"),
+    HeaderValue::from_static("10"),
+];
+
+fn small(n: u32) -> HeaderValue {
+    match SMALL.get(n as usize) {
+        Some(v) => v.clone(),
+        None => HeaderValue::from(n),
+    }
+}
+
+fn stamp<B>(req: &mut Request<B>, protocol: Protocol, attempt: &Attempt, cached: &TimeoutHeader) {
     let n = attempt.number();
     let h = req.headers_mut();
     match protocol {
         Protocol::Http => {
-            h.insert(REQUEST_ATTEMPT, HeaderValue::from(n));
+            h.insert(REQUEST_ATTEMPT, small(n));
             if let Some(left) = attempt.time_left() {
                 let ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX).min(9_999_999_999);
-                h.insert(REQUEST_TIMEOUT_MS, HeaderValue::from(ms));
+                h.insert(REQUEST_TIMEOUT_MS, cached.value(ms));
             }
         }
         Protocol::Grpc => {
             if n > 1 {
-                h.insert(GRPC_PREVIOUS_RPC_ATTEMPTS, HeaderValue::from(n - 1));
+                h.insert(GRPC_PREVIOUS_RPC_ATTEMPTS, small(n - 1));
             }
             if let Some(left) = attempt.time_left() {
                 let theirs = h
@@ -87,139 +265,24 @@ fn stamp<B>(req: &mut Request<B>, protocol: Protocol, attempt: &Attempt) {
     }
 }
 
-/// Runs one logical call to the end.
-pub(crate) async fn run<S, B, RB, Bu>(
-    mut svc: S,
-    shared: Arc<Shared<Bu>>,
-    mut req: Request<B>,
-) -> Result<Response<RB>, GaveUpError<RB>>
-where
-    S: Service<Request<B>, Response = Response<RB>>,
-    S::Error: Into<BoxError>,
-    B: ReplayBody,
-    Bu: Budget,
-{
-    let policy = &*shared.policy;
-    let clock = SystemClock;
-    let started = clock.now();
-    let protocol = Protocol::of(req.headers());
-    let deadline = req
-        .extensions()
-        .get::<RequestDeadline>()
-        .map(|d| d.0)
-        .or_else(|| shared.default_timeout.map(|t| Deadline::after(started, t)));
+/// The `Request-Timeout-Ms` value of the layer's default timeout, built once: the first attempt
+/// of a call that inherits no deadline carries exactly it (the call's start and the attempt's
+/// share one clock read), so the common case clones a shared value instead of allocating one.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TimeoutHeader(Option<(u64, HeaderValue)>);
 
-    let mut has_key = req.headers().contains_key(IDEMPOTENCY_KEY);
-    if shared.stamp_keys && !has_key && !is_idempotent_method(req.method().as_str()) {
-        let key = uuid::Uuid::new_v4().hyphenated().to_string();
-        if let Ok(v) = HeaderValue::try_from(key) {
-            req.headers_mut().insert(IDEMPOTENCY_KEY, v);
-            has_key = true;
-        }
+impl TimeoutHeader {
+    pub(crate) fn new(timeout: Option<Duration>) -> Self {
+        TimeoutHeader(timeout.map(|t| {
+            let ms = u64::try_from(t.as_millis()).unwrap_or(u64::MAX).min(9_999_999_999);
+            (ms, HeaderValue::from(ms))
+        }))
     }
-    let max_attempts = policy.config().max_attempts();
-    let mut spare = if max_attempts > 1 { replay_request(&req) } else { None };
-    // A body that cannot be replayed is sent once: tell the policy it is not safe to resend.
-    let info = if max_attempts > 1 && spare.is_none() {
-        RequestInfo::send_once()
-    } else {
-        RequestInfo::http(req.method().as_str(), has_key)
-    };
-    let mut next = Some(req);
-    let mut guard = Guard { policy, call: policy.start(started, info, deadline) };
-    if let Some(m) = &shared.metrics {
-        m.call_started();
-    }
-    let mut last = LastOutcome::NotSent;
 
-    let give_up = |guard: &Guard<'_, Bu>, g: GiveUp, last| {
-        if let Some(m) = &shared.metrics {
-            m.gave_up(g.reason);
-            if let Some(b) = policy.breaker() {
-                m.breaker_state(b.state(SystemClock.now()));
-            }
-        }
-        tracing::debug!(reason = g.reason.as_str(), overloaded = g.overloaded, "seawall: gave up");
-        GaveUpError::new(g, guard.call.attempts(), protocol == Protocol::Grpc, last)
-    };
-
-    loop {
-        let attempt = match policy.before_attempt(&mut guard.call, clock.now()) {
-            Ok(a) => a,
-            Err(g) => return Err(give_up(&guard, g, last)),
-        };
-        let Some(mut req) = next.take() else {
-            // Unreachable by construction (we only loop with a copy in hand); fail closed.
-            policy.abandon(&mut guard.call, clock.now());
-            let g = GiveUp { reason: GiveUpReason::NotIdempotent, overloaded: true };
-            return Err(give_up(&guard, g, last));
-        };
-        if attempt.number() < max_attempts && attempt.number() > 1 {
-            spare = replay_request(&req);
-        }
-        stamp(&mut req, protocol, &attempt);
-        if let Some(m) = &shared.metrics {
-            m.attempt_started(attempt.number());
-        }
-        let span = tracing::debug_span!(
-            "seawall.client.attempt",
-            seawall.attempt = attempt.number(),
-            http.request.resend_count = tracing::field::Empty,
-        );
-        if attempt.is_retry() {
-            span.record("http.request.resend_count", attempt.number() - 1);
-        }
-        let sent = async {
-            std::future::poll_fn(|cx| svc.poll_ready(cx)).await.map_err(Into::into)?;
-            svc.call(req).await.map_err(Into::<BoxError>::into)
-        };
-        let result = match attempt.timeout() {
-            Some(t) => tokio::time::timeout(t, sent.instrument(span)).await.ok(),
-            None => Some(sent.instrument(span).await),
-        };
-        let (class, hint, outcome) = match result {
-            Some(Ok(resp)) => {
-                let (class, hint) = classify_response(&shared.classifier, protocol, &resp);
-                (class, hint, LastOutcome::Response(resp))
-            }
-            Some(Err(e)) => (classify_error(&*e), Hint::None, LastOutcome::Error(e)),
-            None => (Class::Retryable(Transient::Timeout), Hint::None, LastOutcome::TimedOut),
-        };
-        let now = clock.now();
-        match policy.after_attempt(&mut guard.call, now, class, hint) {
-            Decision::Success => {
-                if let Some(m) = &shared.metrics {
-                    m.succeeded(now - started);
-                }
-                if let LastOutcome::Response(resp) = outcome {
-                    return Ok(resp);
-                }
-                // Only responses classify as success; keep the type system honest anyway.
-                let g = GiveUp { reason: GiveUpReason::NotRetryable, overloaded: false };
-                return Err(give_up(&guard, g, outcome));
-            }
-            Decision::GiveUp(g) => match outcome {
-                // A 404 or 400 is the caller's answer, not a failure of the dependency.
-                LastOutcome::Response(resp) if g.reason == GiveUpReason::NotRetryable => {
-                    if let Some(m) = &shared.metrics {
-                        m.gave_up(g.reason);
-                    }
-                    return Ok(resp);
-                }
-                other => return Err(give_up(&guard, g, other)),
-            },
-            Decision::Retry { after } => {
-                last = outcome;
-                let Some(copy) = spare.take() else {
-                    // A streaming body, refused before it was sent: it cannot be resent.
-                    policy.abandon(&mut guard.call, now);
-                    let g = GiveUp { reason: GiveUpReason::NotReplayable, overloaded: true };
-                    return Err(give_up(&guard, g, last));
-                };
-                next = Some(copy);
-                tracing::debug!(wait_ms = after.as_millis() as u64, "seawall: retrying");
-                tokio::time::sleep(after).await;
-            }
+    fn value(&self, ms: u64) -> HeaderValue {
+        match &self.0 {
+            Some((cached, v)) if *cached == ms => v.clone(),
+            _ => HeaderValue::from(ms),
         }
     }
 }

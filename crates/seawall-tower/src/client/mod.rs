@@ -22,6 +22,7 @@
 //! [`ClientMetrics`] (Prometheus, OpenTelemetry names, the attempts-per-call PromQL and alert
 //! rules in its docs).
 
+mod attempt;
 mod body;
 mod classify;
 pub mod control;
@@ -42,4 +43,4 @@ pub use control::{ControlState, admin_response};
 pub use fail_fast::{FailFast, FailFastLayer};
 pub use future::ResponseFuture;
 pub use metrics::{ClientMetrics, metrics_response, metrics_text};
-pub use retry::{BoxError, GaveUpError, LastOutcome, Retry, RetryLayer};
+pub use retry::{BoxError, GaveUpError, LastOutcome, Retry, RetryFuture, RetryLayer};

@@ -10,7 +10,7 @@ use seawall::policy::{PolicyConfig, RetryPolicy, Role};
 use tower_layer::Layer;
 
 use super::FailFast;
-use crate::client::engine::Shared;
+use crate::client::engine::{Shared, TimeoutHeader};
 use crate::client::metrics::ClientMetrics;
 
 /// Wraps a service in [`FailFast`]: one attempt, overload passed upward as "don't retry".
@@ -76,6 +76,7 @@ impl<Bu: Budget> FailFastLayer<Bu> {
                 policy,
                 classifier: HttpClassifier::default(),
                 default_timeout: None,
+                timeout_header: TimeoutHeader::default(),
                 stamp_keys: false,
                 metrics: None,
             }),
@@ -94,7 +95,10 @@ impl<Bu: Budget> FailFastLayer<Bu> {
 
     /// The deadline for requests that carry no [`RequestDeadline`](crate::wire::RequestDeadline).
     pub fn with_default_timeout(self, timeout: Duration) -> Self {
-        self.edit(|s| s.default_timeout = Some(timeout))
+        self.edit(|s| {
+            s.default_timeout = Some(timeout);
+            s.timeout_header = TimeoutHeader::new(Some(timeout));
+        })
     }
 
     /// The HTTP status classifier.

@@ -10,7 +10,7 @@ use seawall::policy::{PolicyConfig, RetryPolicy, Role};
 use tower_layer::Layer;
 
 use super::Retry;
-use crate::client::engine::Shared;
+use crate::client::engine::{Shared, TimeoutHeader};
 use crate::client::metrics::ClientMetrics;
 
 /// Wraps a service in [`Retry`]: the one layer of a call path that retries.
@@ -92,6 +92,7 @@ impl<Bu: Budget> RetryLayer<Bu> {
                 policy,
                 classifier: HttpClassifier::default(),
                 default_timeout: None,
+                timeout_header: TimeoutHeader::default(),
                 stamp_keys: false,
                 metrics: None,
             }),
@@ -111,7 +112,10 @@ impl<Bu: Budget> RetryLayer<Bu> {
     /// The deadline for requests that carry no [`RequestDeadline`](crate::wire::RequestDeadline):
     /// `timeout` from the start of the call. Set it at the edge; hops below inherit the edge's.
     pub fn with_default_timeout(self, timeout: Duration) -> Self {
-        self.edit(|s| s.default_timeout = Some(timeout))
+        self.edit(|s| {
+            s.default_timeout = Some(timeout);
+            s.timeout_header = TimeoutHeader::new(Some(timeout));
+        })
     }
 
     /// Stamps a fresh `Idempotency-Key` (UUID v4, the same on every attempt of a call) on

@@ -26,6 +26,7 @@
 //! sent once.
 
 pub(crate) mod error;
+mod future;
 mod layer;
 
 use std::sync::Arc;
@@ -36,11 +37,11 @@ use seawall::budget::{AnyBudget, Budget};
 use tower_service::Service;
 
 pub use error::{BoxError, GaveUpError, LastOutcome};
+pub use future::RetryFuture;
 pub use layer::RetryLayer;
 
 use crate::client::ReplayBody;
-use crate::client::engine::{Shared, run};
-use crate::client::future::ResponseFuture;
+use crate::client::engine::Shared;
 
 /// Retries a wrapped HTTP or gRPC service by the core policy. Built by [`RetryLayer`].
 #[derive(Debug)]
@@ -73,7 +74,7 @@ where
 {
     type Response = Response<RB>;
     type Error = GaveUpError<RB>;
-    type Future = ResponseFuture<Response<RB>, GaveUpError<RB>>;
+    type Future = RetryFuture<S, B, RB, Bu>;
 
     /// Always ready: readiness of the inner service is awaited before each attempt, inside the
     /// call, so a retry never holds a slot it is not using.
@@ -82,6 +83,6 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        ResponseFuture::new(run(self.inner.clone(), self.shared.clone(), req))
+        RetryFuture::new(self.inner.clone(), self.shared.clone(), req)
     }
 }

@@ -1,0 +1,120 @@
+//! One attempt on the wire: wait for the inner service to be ready, call it, and cut the attempt
+//! off at its timeout.
+//!
+//! # Why a hand-written future
+//!
+//! On the success path a healthy dependency often answers on the first poll (a pooled
+//! connection, a cache, an in-process service), and then the layer's own cost is all that is
+//! left to measure. So nothing here allocates until the attempt actually has to wait: the timer
+//! is armed (boxed, it is large) only after the first poll that returns `Pending`, for what is
+//! left of the attempt's timeout, and the attempt's tracing span is entered only when a
+//! subscriber wants it (entering `Span::none()` is a branch).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use http::{Request, Response};
+use pin_project_lite::pin_project;
+use seawall::policy::Attempt;
+use seawall::time::{Clock, Instant, SystemClock};
+use tower_service::Service;
+
+use crate::client::engine::Sent;
+use crate::client::retry::error::BoxError;
+
+pin_project! {
+    /// The request until the service is ready, then the service's future.
+    #[project = InnerProj]
+    enum Inner<F, B> {
+        Waiting { req: Option<Request<B>> },
+        Called { #[pin] fut: F },
+    }
+}
+
+pin_project! {
+    /// One attempt in flight. Poll it with the service it is sent through.
+    pub(crate) struct Sending<S, B>
+    where
+        S: Service<Request<B>>,
+    {
+        #[pin]
+        inner: Inner<S::Future, B>,
+        span: tracing::Span,
+        timeout: Option<Duration>,
+        at: Instant,
+        timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    }
+}
+
+impl<S, B> Sending<S, B>
+where
+    S: Service<Request<B>>,
+{
+    /// An attempt that the policy allowed `at`, sending `req`.
+    #[inline]
+    pub(crate) fn new(req: Request<B>, attempt: &Attempt, at: Instant) -> Self {
+        let span = tracing::debug_span!(
+            "seawall.client.attempt",
+            seawall.attempt = attempt.number(),
+            http.request.resend_count = tracing::field::Empty,
+        );
+        if attempt.is_retry() {
+            span.record("http.request.resend_count", attempt.number() - 1);
+        }
+        let inner = Inner::Waiting { req: Some(req) };
+        Sending { inner, span, timeout: attempt.timeout(), at, timer: None }
+    }
+
+    /// Drives the attempt: `None` when it timed out.
+    pub(crate) fn poll_send<RB>(
+        self: Pin<&mut Self>,
+        svc: &mut S,
+        cx: &mut Context<'_>,
+    ) -> Poll<Sent<RB>>
+    where
+        S: Service<Request<B>, Response = Response<RB>>,
+        S::Error: Into<BoxError>,
+    {
+        let mut this = self.project();
+        let sent = {
+            let _entered = this.span.enter();
+            poll_inner(this.inner.as_mut(), svc, cx)
+        };
+        if let Poll::Ready(r) = sent {
+            return Poll::Ready(Some(r));
+        }
+        let Some(t) = *this.timeout else { return Poll::Pending };
+        let timer = this.timer.get_or_insert_with(|| {
+            // What is left of the timeout: time spent in the first poll counts.
+            let left = t.saturating_sub(SystemClock.now() - *this.at);
+            Box::pin(tokio::time::sleep(left))
+        });
+        ready!(timer.as_mut().poll(cx));
+        Poll::Ready(None)
+    }
+}
+
+fn poll_inner<S, B, RB>(
+    mut inner: Pin<&mut Inner<S::Future, B>>,
+    svc: &mut S,
+    cx: &mut Context<'_>,
+) -> Poll<Result<Response<RB>, BoxError>>
+where
+    S: Service<Request<B>, Response = Response<RB>>,
+    S::Error: Into<BoxError>,
+{
+    loop {
+        match inner.as_mut().project() {
+            InnerProj::Waiting { req } => {
+                if let Err(e) = ready!(svc.poll_ready(cx)) {
+                    return Poll::Ready(Err(e.into()));
+                }
+                let req = req.take().expect("polled after completion");
+                inner.set(Inner::Called { fut: svc.call(req) });
+            }
+            InnerProj::Called { fut } => return fut.poll(cx).map_err(Into::into),
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! [`RetryFuture`]: one logical call through a [`Retry`](super::Retry) service.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use http::{Request, Response};
+use pin_project_lite::pin_project;
+use seawall::budget::Budget;
+use seawall::time::{Clock, SystemClock};
+use tower_service::Service;
+
+use super::{BoxError, GaveUpError, LastOutcome};
+use crate::client::ReplayBody;
+use crate::client::attempt::Sending;
+use crate::client::engine::{Ctx, Shared, Step};
+
+type Output<RB> = Result<Response<RB>, GaveUpError<RB>>;
+type Boxed<RB> = Pin<Box<dyn Future<Output = Output<RB>> + Send>>;
+
+pin_project! {
+    /// The future a [`Retry`](super::Retry) service returns: one logical call, all of its
+    /// attempts and waits.
+    ///
+    /// The first attempt runs in this future itself, with no allocation of its own; a call that
+    /// has to retry moves into a boxed loop for the rest (the wait and the later attempts). The
+    /// success path — the common one — thus costs no more than the policy's decisions, the
+    /// headers and the request copy a retry needs (see `BENCHMARKS-client.md`). Dropping it
+    /// abandons the call and returns what it held to the budget and breaker.
+    pub struct RetryFuture<S, B, RB, Bu>
+    where
+        S: Service<Request<B>>,
+        Bu: Budget,
+    {
+        #[pin]
+        state: State<S, B, RB, Bu>,
+    }
+}
+
+pin_project! {
+    #[project = StateProj]
+    enum State<S, B, RB, Bu>
+    where
+        S: Service<Request<B>>,
+        Bu: Budget,
+    {
+        // The first attempt, in flight.
+        First { ctx: Option<Ctx<S, B, RB, Bu>>, #[pin] sending: Sending<S, B> },
+        // The policy refused the first attempt (deadline too close, circuit open, …).
+        Refused { err: Option<GaveUpError<RB>> },
+        Retrying { fut: Boxed<RB> },
+        Done,
+    }
+}
+
+impl<S, B, RB, Bu> RetryFuture<S, B, RB, Bu>
+where
+    S: Service<Request<B>>,
+    Bu: Budget,
+{
+    /// Starts the call and asks the policy for its first attempt, as tower services do their
+    /// per-call work in `call`: the clock is read once, here.
+    pub(crate) fn new(svc: S, shared: Arc<Shared<Bu>>, mut req: Request<B>) -> Self
+    where
+        B: ReplayBody,
+    {
+        let mut ctx = Ctx::start(svc, shared, &mut req);
+        let at = ctx.started();
+        match ctx.begin(&mut req, at) {
+            Ok(attempt) => RetryFuture {
+                state: State::First { ctx: Some(ctx), sending: Sending::new(req, &attempt, at) },
+            },
+            Err(g) => {
+                let err = Some(ctx.give_up(g, LastOutcome::NotSent));
+                RetryFuture { state: State::Refused { err } }
+            }
+        }
+    }
+}
+
+impl<S, B, RB, Bu> Future for RetryFuture<S, B, RB, Bu>
+where
+    S: Service<Request<B>, Response = Response<RB>> + Send + 'static,
+    S::Future: Send,
+    S::Error: Into<BoxError>,
+    B: ReplayBody + Send + 'static,
+    RB: Send + 'static,
+    Bu: Budget + 'static,
+{
+    type Output = Output<RB>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut state = self.project().state;
+        loop {
+            match state.as_mut().project() {
+                StateProj::Refused { err } => {
+                    let e = err.take().expect("polled after completion");
+                    state.set(State::Done);
+                    return Poll::Ready(Err(e));
+                }
+                StateProj::First { ctx, sending } => {
+                    let c = ctx.as_mut().expect("polled after completion");
+                    let sent = ready!(sending.poll_send(&mut c.svc, cx));
+                    match c.end(sent) {
+                        Step::Done(r) => {
+                            state.set(State::Done);
+                            return Poll::Ready(r);
+                        }
+                        Step::Retry { after, next, last } => {
+                            let c = ctx.take().expect("taken once");
+                            let fut = Box::pin(retry(c, next, after, last));
+                            state.set(State::Retrying { fut });
+                        }
+                    }
+                }
+                StateProj::Retrying { fut } => {
+                    let r = ready!(fut.as_mut().poll(cx));
+                    state.set(State::Done);
+                    return Poll::Ready(r);
+                }
+                StateProj::Done => panic!("seawall RetryFuture polled after completion"),
+            }
+        }
+    }
+}
+
+/// The rest of a call that retries: wait, send the next attempt, repeat.
+async fn retry<S, B, RB, Bu>(
+    mut ctx: Ctx<S, B, RB, Bu>,
+    mut next: Request<B>,
+    mut after: Duration,
+    mut last: LastOutcome<RB>,
+) -> Output<RB>
+where
+    S: Service<Request<B>, Response = Response<RB>>,
+    S::Error: Into<BoxError>,
+    B: ReplayBody,
+    Bu: Budget,
+{
+    loop {
+        tokio::time::sleep(after).await;
+        let at = SystemClock.now();
+        let attempt = match ctx.begin(&mut next, at) {
+            Ok(a) => a,
+            Err(g) => return Err(ctx.give_up(g, last)),
+        };
+        let mut sending = std::pin::pin!(Sending::new(next, &attempt, at));
+        let sent = std::future::poll_fn(|cx| sending.as_mut().poll_send(&mut ctx.svc, cx)).await;
+        match ctx.end(sent) {
+            Step::Done(r) => return r,
+            Step::Retry { after: a, next: n, last: l } => (after, next, last) = (a, n, l),
+        }
+    }
+}
+
+impl<S, B, RB, Bu> fmt::Debug for RetryFuture<S, B, RB, Bu>
+where
+    S: Service<Request<B>>,
+    Bu: Budget,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("RetryFuture(..)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use seawall::budget::GrpcThrottle;
+    use seawall::policy::{GiveUpReason, PolicyConfig, RetryPolicy};
+    use tower_layer::Layer;
+
+    use super::*;
+    use crate::client::RetryLayer;
+
+    type Fut = Pin<Box<dyn Future<Output = Result<Response<String>, Infallible>> + Send>>;
+
+    /// A service whose first `hang` calls never answer; later calls answer 200.
+    fn hanging(
+        hang: u32,
+        calls: Arc<AtomicU32>,
+    ) -> impl Service<Request<String>, Response = Response<String>, Error = Infallible, Future = Fut>
+    + Clone
+    + Send
+    + 'static {
+        tower::service_fn(move |req: Request<String>| {
+            let n = calls.fetch_add(1, Ordering::SeqCst) + 1;
+            assert_eq!(req.headers()["request-attempt"], n.to_string().as_str());
+            let f: Fut = if n <= hang {
+                Box::pin(std::future::pending())
+            } else {
+                Box::pin(std::future::ready(Ok(Response::new(String::new()))))
+            };
+            f
+        })
+    }
+
+    fn layer(per_try: Duration) -> RetryLayer<GrpcThrottle> {
+        let cfg = PolicyConfig::default().with_per_try_timeout(per_try).unwrap();
+        RetryLayer::from_policy(RetryPolicy::new(cfg, GrpcThrottle::default()))
+            .unwrap()
+            .with_default_timeout(Duration::from_secs(5))
+    }
+
+    #[tokio::test]
+    async fn an_attempt_that_hangs_times_out_and_the_retry_answers() {
+        let calls = Arc::new(AtomicU32::new(0));
+        let mut svc = layer(Duration::from_millis(20)).layer(hanging(1, calls.clone()));
+        let resp = svc.call(Request::new(String::new())).await.unwrap();
+        assert_eq!(resp.status(), 200);
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn attempts_that_all_hang_give_up_with_timed_out() {
+        let calls = Arc::new(AtomicU32::new(0));
+        let mut svc = layer(Duration::from_millis(10)).layer(hanging(u32::MAX, calls.clone()));
+        let err = svc.call(Request::new(String::new())).await.unwrap_err();
+        assert_eq!(err.reason(), GiveUpReason::AttemptsExhausted);
+        assert_eq!(err.attempts(), 3);
+        assert!(matches!(err.into_last(), crate::client::LastOutcome::TimedOut));
+    }
+
+    #[tokio::test]
+    async fn dropping_the_future_mid_call_abandons_the_call() {
+        let calls = Arc::new(AtomicU32::new(0));
+        let l = layer(Duration::from_secs(1));
+        let policy = l.policy().clone();
+        let mut svc = l.layer(hanging(u32::MAX, calls));
+        let mut fut = svc.call(Request::new(String::new()));
+        let waker = std::task::Waker::noop();
+        assert!(Pin::new(&mut fut).poll(&mut Context::from_waker(waker)).is_pending());
+        drop(fut);
+        assert_eq!(policy.metrics().snapshot().give_ups(GiveUpReason::Abandoned), 1);
+    }
+
+    #[tokio::test]
+    async fn a_refused_first_attempt_is_an_error_without_a_call() {
+        let calls = Arc::new(AtomicU32::new(0));
+        // 1 ms left is under the 5 ms an attempt needs at least.
+        let l = layer(Duration::from_secs(1)).with_default_timeout(Duration::from_millis(1));
+        let mut svc = l.layer(hanging(0, calls.clone()));
+        let err = svc.call(Request::new(String::new())).await.unwrap_err();
+        assert_eq!(err.reason(), GiveUpReason::DeadlineTooClose);
+        assert_eq!((err.attempts(), calls.load(Ordering::SeqCst)), (0, 0));
+    }
+}
