@@ -2,6 +2,14 @@
 //! tower's `load_shed` + `ConcurrencyLimit`, in the same run.
 //!
 //! `cargo bench -p seawall-tower --no-default-features --features server --bench server_goodput`
+//!
+//! The tower anchor wraps the whole router as one service. It is *not* applied with
+//! `Router::layer`: axum applies a router's layers to a handler route when the router gets its
+//! state, and `axum::serve` does that once per connection (`Router::with_state(())` in its
+//! make-service), so `ConcurrencyLimitLayer::layer` — which creates a fresh semaphore each time
+//! — gives every connection its own limit of 4. With one connection per request nothing is ever
+//! shed; the "misapplied" column measures exactly that (its 503 count is 0). `ShedLayer` keeps
+//! its state in the layer, so it is shared however often axum re-applies it.
 
 #[path = "server_common/mod.rs"]
 mod common;
@@ -13,6 +21,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::error_handling::HandleErrorLayer;
 use axum::routing::get;
+use common::OpenLoop;
 use http::StatusCode;
 use seawall_tower::server::ShedLayer;
 use tokio::sync::Semaphore;
@@ -38,6 +47,15 @@ fn app() -> Router {
     )
 }
 
+/// Answers tower's `Overloaded` (and any other middleware error) with 503.
+async fn overloaded(_: axum::BoxError) -> StatusCode {
+    StatusCode::SERVICE_UNAVAILABLE
+}
+
+fn cell(r: OpenLoop, capacity: f64) -> String {
+    format!("{:.2} ({}/{} shed)", r.goodput / capacity, r.shed, r.sent)
+}
+
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -50,23 +68,38 @@ fn main() {
         let n = NonZeroUsize::new(WORKERS).expect("workers");
         let none = common::serve(app()).await;
         let shed = common::serve(app().layer(ShedLayer::new(n))).await;
-        let tower_ls = common::serve(
+        // The same stack twice: around the whole router (one semaphore for the server), and
+        // through `Router::layer` (one semaphore per connection, see the module docs).
+        let tower = common::serve_service(
+            ServiceBuilder::new()
+                .layer(HandleErrorLayer::new(overloaded))
+                .load_shed()
+                .concurrency_limit(WORKERS)
+                .service(app().with_state(())),
+        )
+        .await;
+        let misapplied = common::serve(
             app().layer(
                 ServiceBuilder::new()
-                    .layer(HandleErrorLayer::new(|_: axum::BoxError| async { StatusCode::SERVICE_UNAVAILABLE }))
+                    .layer(HandleErrorLayer::new(overloaded))
                     .load_shed()
                     .concurrency_limit(WORKERS),
             ),
         )
         .await;
-        println!("server_goodput: capacity {capacity:.0} req/s ({WORKERS} workers x {WORK:?}); goodput = 200s within {DEADLINE:?}, {run:?} open loop");
-        println!("overload  none   ShedLayer  tower load_shed+ConcurrencyLimit");
+        println!(
+            "server_goodput: capacity {capacity:.0} req/s ({WORKERS} workers x {WORK:?}); \
+             goodput = 200s within {DEADLINE:?} / capacity, {run:?} open loop; (503s/sent)"
+        );
+        println!("overload | none | ShedLayer | tower around the router | tower via Router::layer");
         for factor in [2.0, 4.0] {
             let rate = capacity * factor;
-            let g_none = common::open_loop_goodput(none, "/work", rate, run, DEADLINE).await / capacity;
-            let g_shed = common::open_loop_goodput(shed, "/work", rate, run, DEADLINE).await / capacity;
-            let g_tower = common::open_loop_goodput(tower_ls, "/work", rate, run, DEADLINE).await / capacity;
-            println!("{factor:>7.0}x  {g_none:>4.2}  {g_shed:>9.2}  {g_tower:>32.2}");
+            let mut cells = Vec::new();
+            for addr in [none, shed, tower, misapplied] {
+                let r = common::open_loop_goodput(addr, "/work", rate, run, DEADLINE).await;
+                cells.push(cell(r, capacity));
+            }
+            println!("{factor:.0}x | {}", cells.join(" | "));
         }
     });
 }

@@ -22,6 +22,28 @@ pub async fn serve(app: Router) -> SocketAddr {
     addr
 }
 
+/// Serves one tower service (a middleware stack around a whole router): every connection gets a
+/// clone of `svc`, so state the stack holds (a semaphore) is shared by all of them.
+pub async fn serve_service<S>(svc: S) -> SocketAddr
+where
+    S: tower::Service<
+            Request<axum::body::Body>,
+            Response = axum::response::Response,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    S::Future: Send,
+{
+    use axum::ServiceExt;
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, svc.into_make_service()).await;
+    });
+    addr
+}
+
 fn get(addr: SocketAddr, path: &str) -> Request<Empty<Bytes>> {
     Request::get(format!("http://{addr}{path}"))
         .header("host", addr.to_string())
@@ -71,23 +93,34 @@ pub async fn closed_loop(
     )
 }
 
-/// Open loop at `rate`/s for `run`, one connection per request (a caller gives up after 1 s);
-/// returns successes answered within `deadline`, per second.
+/// What an open-loop run saw.
+#[derive(Debug, Clone, Copy)]
+pub struct OpenLoop {
+    /// Successes answered within the deadline, per second of offered load.
+    pub goodput: f64,
+    /// Requests sent.
+    pub sent: u64,
+    /// Requests answered `503` (shed by the server).
+    pub shed: u64,
+}
+
+/// Open loop at `rate`/s for `run`, one connection per request (a caller gives up after 1 s).
 pub async fn open_loop_goodput(
     addr: SocketAddr,
     path: &'static str,
     rate: f64,
     run: Duration,
     deadline: Duration,
-) -> f64 {
+) -> OpenLoop {
     let good = Arc::new(AtomicU64::new(0));
+    let shed = Arc::new(AtomicU64::new(0));
     let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / rate));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
     let start = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..(rate * run.as_secs_f64()) as usize {
         tick.tick().await;
-        let good = good.clone();
+        let (good, shed) = (good.clone(), shed.clone());
         tasks.push(tokio::spawn(async move {
             let sent = Instant::now();
             let once = async {
@@ -104,11 +137,19 @@ pub async fn open_loop_goodput(
             if got == Some(StatusCode::OK) && sent.elapsed() <= deadline {
                 good.fetch_add(1, Ordering::Relaxed);
             }
+            if got == Some(StatusCode::SERVICE_UNAVAILABLE) {
+                shed.fetch_add(1, Ordering::Relaxed);
+            }
         }));
     }
     let offered_for = start.elapsed();
+    let sent = tasks.len() as u64;
     for t in tasks {
         let _ = t.await;
     }
-    good.load(Ordering::Relaxed) as f64 / offered_for.as_secs_f64()
+    OpenLoop {
+        goodput: good.load(Ordering::Relaxed) as f64 / offered_for.as_secs_f64(),
+        sent,
+        shed: shed.load(Ordering::Relaxed),
+    }
 }
