@@ -2,6 +2,17 @@
 //!
 //! Exit status: 0 when no finding is at or above `--fail-on`, 1 when one is, 2 when the input
 //! cannot be read or understood (the error names the file, the line and what was expected).
+//!
+//! With `--simulate FAULT`, the audited paths are also run through the simulator (see
+//! [`simulate`]) and its tables replace the static report; the exit status still follows the
+//! findings, so a CI job reads the same 0/1/2 either way.
+
+mod fault;
+mod layout;
+mod scenario;
+mod simulate;
+#[cfg(test)]
+mod tests;
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -26,23 +37,41 @@ pub(crate) struct Args {
     #[arg(long, value_name = "SEVERITY", default_value = "error",
           value_parser = clap::builder::PossibleValuesParser::new(["error", "warning", "info", "none"]))]
     fail_on: String,
-    /// Hand the graph to the simulator with this fault (not available yet).
-    #[arg(long, value_name = "FAULT")]
+    /// Simulate the fault at each dependency under the graph's settings and seawall's:
+    /// outage:S, fail:S, slow:S (latency ×6) or gc:S (capacity loss), optionally @START
+    /// (default 10 s in).
+    #[arg(long, value_name = "FAULT", conflicts_with = "sarif")]
     simulate: Option<String>,
+    /// With --simulate: only the worst path into this service.
+    #[arg(long, value_name = "SERVICE", requires = "simulate")]
+    dependency: Option<String>,
+    /// With --simulate: simulated seconds.
+    #[arg(long, value_name = "S", default_value_t = 60.0, requires = "simulate")]
+    duration: f64,
+    /// With --simulate: seed of the runs (the same seed gives byte-identical results).
+    #[arg(long, default_value_t = 1, requires = "simulate")]
+    seed: u64,
+    /// With --simulate: write DIR/DEPENDENCY/results.json and report.html.
+    #[arg(long, value_name = "DIR", requires = "simulate")]
+    out: Option<PathBuf>,
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if let Some(fault) = &args.simulate {
-        // The simulator's API is still being built; failing loudly beats a silent no-op.
-        anyhow::bail!(
-            "--simulate {fault}: not available yet (the simulator cannot take an audited call graph); \
-             run without --simulate for the static audit"
-        );
-    }
-    let report = seawall_audit::audit_file(&args.graph)
+    let graph = seawall_audit::graph::load(&args.graph)
         .with_context(|| format!("cannot audit {}", args.graph.display()))?;
+    let report = seawall_audit::analysis::analyse(&graph);
     let name = args.graph.display().to_string();
-    let text = if args.json {
+    let text = if let Some(fault) = &args.simulate {
+        let req = simulate::Request {
+            fault,
+            dependency: args.dependency.as_deref(),
+            duration_s: args.duration,
+            seed: args.seed,
+            out: args.out.as_deref(),
+            json: args.json,
+        };
+        simulate::run(&graph, &req)?
+    } else if args.json {
         report.to_json() + "\n"
     } else if args.sarif {
         sarif::render(&report, &name) + "\n"

@@ -104,8 +104,9 @@ fn unreadable_input_exits_2_with_file_and_line() {
 }
 
 #[test]
-fn simulate_is_not_available_yet() {
+fn simulate_rejects_a_fault_it_cannot_read() {
+    // The simulation itself is tested in audit_simulate.rs; here only the exit-2 contract.
     let out = audit(&["--simulate", "db-outage", path_str(&example("checkout.toml"))]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not available yet"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("expected KIND:SECONDS[@START]"));
 }

@@ -1,0 +1,160 @@
+//! `seawall audit GRAPH --simulate FAULT`: hand the audited paths to the simulator and show what
+//! the fault does over time, under the graph's own settings and under seawall's.
+//!
+//! The bridge lives in the CLI because `seawall-audit` depends on the core only (DESIGN.md): it
+//! reads the audit's typed graph and path list (never the file again), writes one scenario per
+//! path in the simulator's own TOML format, and lets `Scenario::parse` validate it like any
+//! scenario file.
+//!
+//! Which paths: for every dependency (a service that calls nothing; every path's last service
+//! when the graph has no such leaf), the path into it with the largest worst-case multiplier —
+//! the one the fault hurts most — largest first, at most [`MAX_PATHS`].
+
+use std::path::Path;
+
+use anyhow::Context as _;
+use seawall_audit::analysis;
+use seawall_audit::model::Graph;
+use seawall_report::Results;
+
+use super::fault::Fault;
+use super::scenario::{self, CONFIGURED, PathScenario};
+
+/// Most paths simulated in one command: each is two full runs, and a table per path beyond a
+/// handful stops being read.
+pub(crate) const MAX_PATHS: usize = 4;
+
+/// What one command asks for.
+pub(crate) struct Request<'a> {
+    /// The fault, as given.
+    pub(crate) fault: &'a str,
+    /// Only the worst path into this service.
+    pub(crate) dependency: Option<&'a str>,
+    /// Simulated seconds.
+    pub(crate) duration_s: f64,
+    /// Seed of every run.
+    pub(crate) seed: u64,
+    /// Folder for `DEP/results.json` and `DEP/report.html`.
+    pub(crate) out: Option<&'a Path>,
+    /// Print the results as a JSON array instead of tables.
+    pub(crate) json: bool,
+}
+
+/// The worst path into each dependency, largest multiplier first (see the module docs).
+pub(crate) fn choose(graph: &Graph, only: Option<&str>) -> Vec<Vec<usize>> {
+    let (all, _) = analysis::paths(graph);
+    let worst =
+        |p: &[usize]| p.iter().fold(1u64, |a, &i| a.saturating_mul(graph.hops[i].worst_case()));
+    let last = |p: &[usize]| p.last().map(|&i| graph.hops[i].to.as_str()).unwrap_or_default();
+    let is_leaf = |s: &str| !graph.hops.iter().any(|h| h.from == s);
+    let any_leaf = all.iter().any(|p| is_leaf(last(p)));
+    let mut best: Vec<Vec<usize>> = Vec::new();
+    for p in all {
+        let dep = last(&p);
+        let wanted = match only {
+            Some(name) => dep == name,
+            None => !any_leaf || is_leaf(dep),
+        };
+        if !wanted {
+            continue;
+        }
+        match best.iter_mut().find(|b| last(b) == dep) {
+            Some(b) if worst(&p) > worst(b) => *b = p,
+            Some(_) => {}
+            None => best.push(p),
+        }
+    }
+    best.sort_by(|a, b| worst(b).cmp(&worst(a)).then_with(|| last(a).cmp(last(b))));
+    best.truncate(MAX_PATHS);
+    best
+}
+
+/// Runs the request; returns the text to print.
+pub(crate) fn run(graph: &Graph, req: &Request<'_>) -> anyhow::Result<String> {
+    let fault = Fault::parse(req.fault).map_err(anyhow::Error::msg)?;
+    if fault.start_s >= req.duration_s {
+        anyhow::bail!(
+            "--simulate {}: the fault starts at {} s, after the {} s run; lengthen --duration",
+            req.fault,
+            fault.start_s,
+            req.duration_s
+        );
+    }
+    let paths = choose(graph, req.dependency);
+    if paths.is_empty() {
+        match req.dependency {
+            Some(d) => anyhow::bail!("--dependency {d}: no path from an entry point reaches it"),
+            None => anyhow::bail!("the graph has no call path to simulate"),
+        }
+    }
+    let policies = [CONFIGURED.to_string(), "seawall".to_string()];
+    let mut text = String::new();
+    let mut jsons = Vec::new();
+    for p in &paths {
+        let ps = scenario::build(graph, p, &fault, req.duration_s)
+            .context("the path has no hops to simulate")?;
+        let sc = seawall_sim::Scenario::parse(&format!("{}.toml", ps.dependency), &ps.text, &[])
+            .with_context(|| format!("cannot simulate {}", ps.label))?;
+        let results = seawall_sim::simulate(&sc, &policies, req.seed, &mut |_, _| {})
+            .with_context(|| format!("simulating {}", ps.label))?;
+        let written = match req.out {
+            Some(dir) => Some(write(&dir.join(folder(&ps.dependency)), &results)?),
+            None => None,
+        };
+        jsons.push(results.to_json());
+        text.push_str(&section(&ps, &results, req, written.as_deref()));
+    }
+    Ok(if req.json { format!("[{}]\n", jsons.join(",")) } else { text })
+}
+
+/// A dependency's name as a folder name: anything but `[A-Za-z0-9._-]` becomes `_`.
+fn folder(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' })
+        .collect();
+    if s.is_empty() || s.starts_with('.') { format!("_{s}") } else { s }
+}
+
+fn write(dir: &Path, results: &Results) -> anyhow::Result<String> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let json = dir.join("results.json");
+    std::fs::write(&json, results.to_json())
+        .with_context(|| format!("writing {}", json.display()))?;
+    let html = dir.join("report.html");
+    std::fs::write(&html, seawall_report::render_html(results))
+        .with_context(|| format!("writing {}", html.display()))?;
+    Ok(format!("wrote {} and {}", json.display(), html.display()))
+}
+
+fn section(
+    ps: &PathScenario,
+    results: &Results,
+    req: &Request<'_>,
+    written: Option<&str>,
+) -> String {
+    let mut s = format!("simulated {}\n", ps.label);
+    if let Some(f) = &results.fault {
+        s.push_str(&format!("  fault: {} ({} s run, seed {})\n", f.kind, req.duration_s, req.seed));
+    }
+    s.push_str(&format!(
+        "  audited worst case: {} attempts per request at {}; simulated policy's cap: {}\n\n",
+        ps.audited_worst, ps.dependency, ps.simulated_worst
+    ));
+    for line in seawall_report::render_table(results).lines() {
+        s.push_str("  ");
+        s.push_str(line);
+        s.push('\n');
+    }
+    if !ps.notes.is_empty() {
+        s.push_str("  approximations:\n");
+        for n in &ps.notes {
+            s.push_str(&format!("    - {n}\n"));
+        }
+    }
+    if let Some(w) = written {
+        s.push_str(&format!("  {w}\n"));
+    }
+    s.push('\n');
+    s
+}
