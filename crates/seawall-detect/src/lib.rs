@@ -17,7 +17,6 @@
 pub mod alerts;
 pub mod classifier;
 pub mod escape;
-pub mod export;
 pub mod names;
 pub mod prom;
 pub mod sample;

@@ -1,8 +1,8 @@
 //! The metric names `detect`, `alerts` and `escape` read: the client layers' (exported by
 //! `seawall_tower::client::ClientMetrics`) and the server layers' (exported by
-//! [`crate::export::server_metrics_text`] until the server layers export them themselves).
+//! `seawall_tower::server::ServerMetrics::register`, feature `prometheus`).
 //!
-//! A test registers the real client metrics and renders the real server snapshot, and checks
+//! A test registers the real client and server metrics in a real registry, and checks
 //! every name here appears in the text, so a rename upstream breaks the build of the alerts, not
 //! a dashboard at three in the morning.
 

@@ -1,8 +1,8 @@
 //! Every metric name `detect`, `alerts` and `escape` read is one the layers really export: the
-//! client metrics registered in a real registry, the server snapshot rendered by `export`.
+//! client and server metrics registered in a real registry, as a seawall service exposes them.
 
 use prometheus_client::registry::Registry;
-use seawall_detect::{alerts, export, names, prom};
+use seawall_detect::{alerts, names, prom};
 use seawall_tower::client::{ClientMetrics, metrics_text};
 use seawall_tower::server::ServerMetrics;
 
@@ -10,8 +10,8 @@ use seawall_tower::server::ServerMetrics;
 fn exported_page() -> String {
     let mut registry = Registry::default();
     ClientMetrics::new().register(&mut registry);
-    let server = ServerMetrics::new();
-    format!("{}{}", export::server_metrics_text(&server.snapshot()), metrics_text(&registry))
+    ServerMetrics::new().register(&mut registry);
+    metrics_text(&registry)
 }
 
 #[test]
