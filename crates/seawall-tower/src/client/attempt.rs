@@ -25,22 +25,23 @@ use crate::client::engine::Sent;
 use crate::client::retry::error::BoxError;
 
 pin_project! {
-    /// The request until the service is ready, then the service's future.
+    /// Nothing until the service is ready, then the service's future.
     #[project = InnerProj]
-    enum Inner<F, B> {
-        Waiting { req: Option<Request<B>> },
+    enum Inner<F> {
+        Waiting,
         Called { #[pin] fut: F },
     }
 }
 
 pin_project! {
-    /// One attempt in flight. Poll it with the service it is sent through.
+    /// One attempt in flight. Poll it with the service it is sent through and the request, which
+    /// stays with the call ([`Ctx::next`](crate::client::engine::Ctx)) until the service takes it.
     pub(crate) struct Sending<S, B>
     where
         S: Service<Request<B>>,
     {
         #[pin]
-        inner: Inner<S::Future, B>,
+        inner: Inner<S::Future>,
         span: tracing::Span,
         timeout: Option<Duration>,
         at: Instant,
@@ -52,9 +53,24 @@ impl<S, B> Sending<S, B>
 where
     S: Service<Request<B>>,
 {
-    /// An attempt that the policy allowed `at`, sending `req`.
+    /// An attempt that the policy allowed `at`.
     #[inline]
-    pub(crate) fn new(req: Request<B>, attempt: &Attempt, at: Instant) -> Self {
+    pub(crate) fn new(attempt: &Attempt, at: Instant) -> Self {
+        let mut s = Self::idle();
+        s.arm(attempt, at);
+        s
+    }
+
+    /// A placeholder, to be [`arm`](Self::arm)ed before it is polled.
+    #[inline]
+    pub(crate) fn idle() -> Self {
+        let (span, timeout, at) = (tracing::Span::none(), None, Instant::ZERO);
+        Sending { inner: Inner::Waiting, span, timeout, at, timer: None }
+    }
+
+    /// Sets up the attempt that the policy allowed `at`.
+    #[inline]
+    pub(crate) fn arm(&mut self, attempt: &Attempt, at: Instant) {
         let span = tracing::debug_span!(
             "seawall.client.attempt",
             seawall.attempt = attempt.number(),
@@ -63,14 +79,14 @@ where
         if attempt.is_retry() {
             span.record("http.request.resend_count", attempt.number() - 1);
         }
-        let inner = Inner::Waiting { req: Some(req) };
-        Sending { inner, span, timeout: attempt.timeout(), at, timer: None }
+        (self.span, self.timeout, self.at) = (span, attempt.timeout(), at);
     }
 
     /// Drives the attempt: `None` when it timed out.
     pub(crate) fn poll_send<RB>(
         self: Pin<&mut Self>,
         svc: &mut S,
+        req: &mut Option<Request<B>>,
         cx: &mut Context<'_>,
     ) -> Poll<Sent<RB>>
     where
@@ -80,7 +96,7 @@ where
         let mut this = self.project();
         let sent = {
             let _entered = this.span.enter();
-            poll_inner(this.inner.as_mut(), svc, cx)
+            poll_inner(this.inner.as_mut(), svc, req, cx)
         };
         if let Poll::Ready(r) = sent {
             return Poll::Ready(Some(r));
@@ -97,8 +113,9 @@ where
 }
 
 fn poll_inner<S, B, RB>(
-    mut inner: Pin<&mut Inner<S::Future, B>>,
+    mut inner: Pin<&mut Inner<S::Future>>,
     svc: &mut S,
+    req: &mut Option<Request<B>>,
     cx: &mut Context<'_>,
 ) -> Poll<Result<Response<RB>, BoxError>>
 where
@@ -107,11 +124,11 @@ where
 {
     loop {
         match inner.as_mut().project() {
-            InnerProj::Waiting { req } => {
+            InnerProj::Waiting => {
                 if let Err(e) = ready!(svc.poll_ready(cx)) {
                     return Poll::Ready(Err(e.into()));
                 }
-                let req = req.take().expect("polled after completion");
+                let req = req.take().expect("one request per attempt");
                 inner.set(Inner::Called { fut: svc.call(req) });
             }
             InnerProj::Called { fut } => return fut.poll(cx).map_err(Into::into),

@@ -46,13 +46,16 @@ impl<Bu> Clone for Shared<Bu> {
     }
 }
 
-/// One logical call between attempts: the policy's per-call state, the spare copy of the request
-/// for a retry. Dropping it before the call has ended
-/// abandons the call, which returns what it held to the budget and breaker.
+/// One logical call between attempts: the policy's per-call state, the request for the next
+/// attempt and the spare copy of it for a retry. Requests stay in place here (stamped where they
+/// lie, taken only by the service's `call`): they are the largest part of the call's future, and
+/// every move of the future is a copy. Dropping it before the call has ended abandons the call,
+/// which returns what it held to the budget and breaker.
 pub(crate) struct Ctx<S, B, RB, Bu: Budget> {
     pub(crate) svc: S,
     shared: Arc<Shared<Bu>>,
     call: Call,
+    pub(crate) next: Option<Request<B>>,
     spare: Option<Request<B>>,
     protocol: Protocol,
     started: Instant,
@@ -69,15 +72,11 @@ impl<S, B, RB, Bu: Budget> Drop for Ctx<S, B, RB, Bu> {
 }
 
 /// What comes after an attempt.
-#[expect(
-    clippy::large_enum_variant,
-    reason = "returned once per attempt and taken apart at once; boxing would allocate"
-)]
-pub(crate) enum Step<B, RB> {
+pub(crate) enum Step<RB> {
     /// The call is over.
     Done(Result<Response<RB>, GaveUpError<RB>>),
-    /// Wait `after`, then send `next`; `last` is what the failed attempt produced.
-    Retry { after: Duration, next: Request<B>, last: LastOutcome<RB> },
+    /// Wait `after`, then send the next attempt; `last` is what the failed attempt produced.
+    Retry { after: Duration, last: LastOutcome<RB> },
 }
 
 /// An attempt's result: the response or transport error, `None` if it timed out.
@@ -87,7 +86,7 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
     /// Starts a logical call for `req` (stamping an idempotency key on it if configured). The
     /// call's first attempt starts at [`started`](Self::started): one clock read serves both.
     #[inline]
-    pub(crate) fn start(svc: S, shared: Arc<Shared<Bu>>, req: &mut Request<B>) -> Self {
+    pub(crate) fn start(svc: S, shared: Arc<Shared<Bu>>, mut req: Request<B>) -> Self {
         let policy = &*shared.policy;
         let started = SystemClock.now();
         let protocol = Protocol::of(req.headers());
@@ -108,7 +107,7 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
         let max_attempts = policy.config().max_attempts();
         // The copy for a retry is taken before the first attempt consumes the request; for
         // `Bytes`-like bodies it is reference counts, plus the header map when there is one.
-        let spare = if max_attempts > 1 { replay_request(req) } else { None };
+        let spare = if max_attempts > 1 { replay_request(&req) } else { None };
         // A body that cannot be replayed is sent once: tell the policy it is not safe to resend.
         let info = if max_attempts > 1 && spare.is_none() {
             RequestInfo::send_once()
@@ -123,6 +122,7 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
             svc,
             shared,
             call,
+            next: Some(req),
             spare,
             protocol,
             started,
@@ -149,11 +149,17 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
     }
 
     /// Asks the policy whether the next attempt may start `at`; if so, keeps a spare copy of
-    /// `req` when another retry may follow and stamps the attempt's headers on it. On a refusal
-    /// the call is over: report it with [`give_up`](Self::give_up).
+    /// the next request when another retry may follow and stamps the attempt's headers on it.
+    /// On a refusal the call is over: report it with [`give_up`](Self::give_up).
     #[inline]
-    pub(crate) fn begin(&mut self, req: &mut Request<B>, at: Instant) -> Result<Attempt, GiveUp> {
+    pub(crate) fn begin(&mut self, at: Instant) -> Result<Attempt, GiveUp> {
         let attempt = self.shared.policy.before_attempt(&mut self.call, at)?;
+        let Some(req) = self.next.as_mut() else {
+            // Unreachable by construction (an attempt only begins with a request in hand);
+            // fail closed.
+            self.shared.policy.abandon(&mut self.call, at);
+            return Err(GiveUp { reason: GiveUpReason::NotReplayable, overloaded: true });
+        };
         if attempt.number() < self.max_attempts && attempt.number() > 1 {
             self.spare = replay_request(req);
         }
@@ -166,7 +172,7 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
 
     /// Reports an attempt's result to the policy: the call's end, or the wait and the request
     /// for the next attempt.
-    pub(crate) fn end(&mut self, result: Sent<RB>) -> Step<B, RB> {
+    pub(crate) fn end(&mut self, result: Sent<RB>) -> Step<RB> {
         let shared = &*self.shared;
         let (class, hint, outcome) = match result {
             Some(Ok(resp)) => {
@@ -207,8 +213,9 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
                     let g = GiveUp { reason: GiveUpReason::NotReplayable, overloaded: true };
                     return Step::Done(Err(self.give_up(g, outcome)));
                 };
+                self.next = Some(next);
                 tracing::debug!(wait_ms = after.as_millis() as u64, "seawall: retrying");
-                Step::Retry { after, next, last: outcome }
+                Step::Retry { after, last: outcome }
             }
         }
     }

@@ -24,15 +24,17 @@ use crate::client::metrics::ClientMetrics;
 /// use tower::{Layer, Service, ServiceExt};
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// // An overloaded dependency: it throttles with a 429.
 /// let sick = tower::service_fn(|_req: http::Request<String>| async {
 ///     Ok::<_, std::convert::Infallible>(
-///         http::Response::builder().status(503).body(String::new()).unwrap(),
+///         http::Response::builder().status(429).body(String::new()).unwrap(),
 ///     )
 /// });
 /// let mut hop = FailFastLayer::new().layer(sick);
 /// let resp = hop.ready().await.unwrap().call(http::Request::new(String::new())).await.unwrap();
 /// assert_eq!(resp.status(), 503);
 /// assert_eq!(resp.headers()["retry-pushback-ms"], "-1"); // the caller above must not retry
+/// // (A transient 502/503/504 is passed up as it is: the one owner above may retry it.)
 /// # }
 /// ```
 #[derive(Debug)]

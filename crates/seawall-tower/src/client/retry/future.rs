@@ -63,21 +63,25 @@ where
 {
     /// Starts the call and asks the policy for its first attempt, as tower services do their
     /// per-call work in `call`: the clock is read once, here.
-    pub(crate) fn new(svc: S, shared: Arc<Shared<Bu>>, mut req: Request<B>) -> Self
+    pub(crate) fn new(svc: S, shared: Arc<Shared<Bu>>, req: Request<B>) -> Self
     where
         B: ReplayBody,
     {
-        let mut ctx = Ctx::start(svc, shared, &mut req);
+        // Built where it lies and then filled in: every move of the call's state is a copy.
+        let ctx = Some(Ctx::start(svc, shared, req));
+        let mut this = RetryFuture { state: State::First { ctx, sending: Sending::idle() } };
+        let State::First { ctx: Some(ctx), sending } = &mut this.state else {
+            unreachable!("built just above")
+        };
         let at = ctx.started();
-        match ctx.begin(&mut req, at) {
-            Ok(attempt) => RetryFuture {
-                state: State::First { ctx: Some(ctx), sending: Sending::new(req, &attempt, at) },
-            },
+        match ctx.begin(at) {
+            Ok(attempt) => sending.arm(&attempt, at),
             Err(g) => {
                 let err = Some(ctx.give_up(g, LastOutcome::NotSent));
-                RetryFuture { state: State::Refused { err } }
+                this.state = State::Refused { err };
             }
         }
+        this
     }
 }
 
@@ -103,15 +107,15 @@ where
                 }
                 StateProj::First { ctx, sending } => {
                     let c = ctx.as_mut().expect("polled after completion");
-                    let sent = ready!(sending.poll_send(&mut c.svc, cx));
+                    let sent = ready!(sending.poll_send(&mut c.svc, &mut c.next, cx));
                     match c.end(sent) {
                         Step::Done(r) => {
                             state.set(State::Done);
                             return Poll::Ready(r);
                         }
-                        Step::Retry { after, next, last } => {
+                        Step::Retry { after, last } => {
                             let c = ctx.take().expect("taken once");
-                            let fut = Box::pin(retry(c, next, after, last));
+                            let fut = Box::pin(retry(c, after, last));
                             state.set(State::Retrying { fut });
                         }
                     }
@@ -130,7 +134,6 @@ where
 /// The rest of a call that retries: wait, send the next attempt, repeat.
 async fn retry<S, B, RB, Bu>(
     mut ctx: Ctx<S, B, RB, Bu>,
-    mut next: Request<B>,
     mut after: Duration,
     mut last: LastOutcome<RB>,
 ) -> Output<RB>
@@ -143,15 +146,19 @@ where
     loop {
         tokio::time::sleep(after).await;
         let at = SystemClock.now();
-        let attempt = match ctx.begin(&mut next, at) {
+        let attempt = match ctx.begin(at) {
             Ok(a) => a,
             Err(g) => return Err(ctx.give_up(g, last)),
         };
-        let mut sending = std::pin::pin!(Sending::new(next, &attempt, at));
-        let sent = std::future::poll_fn(|cx| sending.as_mut().poll_send(&mut ctx.svc, cx)).await;
+        let mut sending = std::pin::pin!(Sending::new(&attempt, at));
+        let sent = std::future::poll_fn(|cx| {
+            let ctx = &mut ctx;
+            sending.as_mut().poll_send(&mut ctx.svc, &mut ctx.next, cx)
+        })
+        .await;
         match ctx.end(sent) {
             Step::Done(r) => return r,
-            Step::Retry { after: a, next: n, last: l } => (after, next, last) = (a, n, l),
+            Step::Retry { after: a, last: l } => (after, last) = (a, l),
         }
     }
 }
