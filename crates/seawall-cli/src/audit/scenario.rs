@@ -124,6 +124,24 @@ fn configured_policy(l: &Layout, notes: &mut Vec<String>) -> (String, u32, usize
     (t, cap, retrying.len())
 }
 
+/// Which place the `seawall` run lets retry: the simulator makes the top retrying layer the one
+/// owner (the layer whose `retries` flag is set first), the others fail fast.
+fn owner_note(l: &Layout, entry: &str) -> String {
+    let mut caller = entry;
+    for (client, callee) in std::iter::once(Some(&l.edge))
+        .chain(l.tiers.iter().map(|t| t.client.as_ref()))
+        .zip(l.tiers.iter().map(|t| t.name.as_str()))
+    {
+        if client.is_some_and(|c| c.attempts > 1) {
+            return format!(
+                "seawall: {caller} → {callee} owns retries, every other place fails fast"
+            );
+        }
+        caller = callee;
+    }
+    "seawall: no place retries in the graph, so none retries under seawall either".into()
+}
+
 fn service_toml(s: ServiceTime) -> String {
     match s {
         ServiceTime::LogNormal(p50, p99) => format!("{{ p50_ms = {p50}, p99_ms = {p99} }}"),
@@ -146,6 +164,10 @@ fn fault_toml(graph: &Graph, l: &Layout, fault: &Fault, notes: &mut Vec<String>)
         FaultKind::Slow => {
             let (p50, p99) = bottom.service.percentiles();
             let (a, b) = (p50 * SLOW_FACTOR, p99 * SLOW_FACTOR);
+            notes.push(format!(
+                "{} ×{SLOW_FACTOR}: p50 {p50:.1} → {a:.1} ms, p99 {p99:.1} → {b:.1} ms",
+                bottom.name
+            ));
             format!("{head}kind = \"latency\"\np50_ms = {a}\np99_ms = {b}\n")
         }
         FaultKind::Gc => format!("{head}kind = \"capacity\"\ncapacity = 0.0\n"),
@@ -199,6 +221,7 @@ pub(crate) fn build(
         DEFAULT_DEADLINE_MS
     });
     let (policy, cap, retrying) = configured_policy(&l, &mut notes);
+    notes.push(owner_note(&l, entry));
     let mut t = format!(
         "name = {}\ndescription = {}\nduration_s = {duration_s}\ndefault_policies = [{}, \"seawall\"]\n",
         q(&format!("audit-{dependency}")),
@@ -214,6 +237,15 @@ pub(crate) fn build(
         let _ = writeln!(t, "timeout_ms = {}", ms.max(1.0));
     }
     for tier in &l.tiers {
+        if let Some(c) = graph.service(&tier.name).and_then(|s| s.capacity_rps) {
+            // Little's law made the worker count; saying so lets the reader check it.
+            notes.push(format!(
+                "{}: {c} rps warm = {} workers × {:.1} ms mean service",
+                tier.name,
+                tier.workers,
+                tier.service.mean_ms()
+            ));
+        }
         let _ = writeln!(
             t,
             "[[tier]]\nname = {}\nworkers = {}\nservice = {}",

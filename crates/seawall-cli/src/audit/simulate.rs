@@ -102,7 +102,7 @@ pub(crate) fn run(graph: &Graph, req: &Request<'_>) -> anyhow::Result<String> {
             None => None,
         };
         jsons.push(results.to_json());
-        text.push_str(&section(&ps, &results, req, written.as_deref()));
+        text.push_str(&section(&ps, &fault, &results, req, written.as_deref()));
     }
     Ok(if req.json { format!("[{}]\n", jsons.join(",")) } else { text })
 }
@@ -129,14 +129,16 @@ fn write(dir: &Path, results: &Results) -> anyhow::Result<String> {
 
 fn section(
     ps: &PathScenario,
+    fault: &Fault,
     results: &Results,
     req: &Request<'_>,
     written: Option<&str>,
 ) -> String {
     let mut s = format!("simulated {}\n", ps.label);
-    if let Some(f) = &results.fault {
-        s.push_str(&format!("  fault: {} ({} s run, seed {})\n", f.kind, req.duration_s, req.seed));
-    }
+    s.push_str(&format!(
+        "  fault at {}: {} ({} s run, seed {})\n",
+        ps.dependency, fault, req.duration_s, req.seed
+    ));
     s.push_str(&format!(
         "  audited worst case: {} attempts per request at {}; simulated policy's cap: {}\n\n",
         ps.audited_worst, ps.dependency, ps.simulated_worst
