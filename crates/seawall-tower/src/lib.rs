@@ -13,3 +13,6 @@ pub mod client;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod wire;
+
+#[cfg(any(feature = "client", feature = "server"))]
+mod admin;

@@ -83,6 +83,13 @@ impl Control {
     /// Whether a retry may be sent, for a uniform `draw` in `[0, 1)`. One atomic load.
     #[inline]
     pub fn allows_retry(&self, draw: f64) -> bool {
+        self.allows(draw)
+    }
+
+    /// Whether the gated thing (a retry; for a server's admission knob, a request) passes, for a
+    /// uniform `draw` in `[0, 1)`: true with probability `percent / 100`. One atomic load.
+    #[inline]
+    pub fn allows(&self, draw: f64) -> bool {
         let p = self.percent.load(Ordering::Relaxed);
         p >= 100 || draw * 100.0 < f64::from(p)
     }

@@ -34,7 +34,7 @@
 //!
 //! Protect the route as you protect any admin route; this function does no authentication.
 
-use http::{Method, Request, Response, StatusCode};
+use http::{Request, Response};
 use seawall::control::Control;
 
 /// The state the admin endpoint reports.
@@ -65,45 +65,14 @@ impl ControlState {
     }
 }
 
-fn reply(status: StatusCode, body: String) -> Response<String> {
-    let mut r = Response::new(body);
-    *r.status_mut() = status;
-    r.headers_mut()
-        .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
-    r
-}
-
 /// Serves the admin endpoint for `control` (see the [module docs](self) for the requests).
 pub fn admin_response<B>(control: &Control, req: &Request<B>) -> Response<String> {
-    let bad = |why: &str| reply(StatusCode::BAD_REQUEST, format!("{{\"error\":\"{why}\"}}"));
-    match *req.method() {
-        Method::GET | Method::HEAD => {}
-        Method::POST | Method::PUT => {
-            let query = req.uri().query().unwrap_or("");
-            let mut done = false;
-            for (k, v) in query.split('&').filter_map(|kv| kv.split_once('=')) {
-                match (k, v) {
-                    ("action", "off") => control.disable(),
-                    ("action", "on") => control.enable(),
-                    ("action", "ramp") => {
-                        control.ramp_up();
-                    }
-                    ("percent", p) => match p.parse::<u8>().ok().map(|p| control.set_percent(p)) {
-                        Some(Ok(())) => {}
-                        _ => return bad("percent must be an integer in [0, 100]"),
-                    },
-                    _ => return bad("expected action=off|on|ramp or percent=N"),
-                }
-                done = true;
-            }
-            if !done {
-                return bad("expected action=off|on|ramp or percent=N");
-            }
-            tracing::info!(retry_percent = control.percent(), "seawall: retry control changed");
-        }
-        _ => return reply(StatusCode::METHOD_NOT_ALLOWED, "{}".into()),
+    let before = control.percent();
+    let resp = crate::admin::percent_response(control, req, "retry_percent");
+    if control.percent() != before {
+        tracing::info!(retry_percent = control.percent(), "seawall: retry control changed");
     }
-    reply(StatusCode::OK, ControlState::of(control).to_json())
+    resp
 }
 
 #[cfg(test)]

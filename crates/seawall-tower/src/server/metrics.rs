@@ -30,15 +30,19 @@ pub enum RejectReason {
     DeadlineExpired,
     /// A retry (attempt > 1) shed to make room for, or protect, first attempts.
     RetryShed,
+    /// Turned away at the door because an operator cut admission below 100 %
+    /// ([`ShedLayer::admission`](crate::server::ShedLayer::admission); `seawall escape`).
+    AdmissionCut,
 }
 
 impl RejectReason {
     /// Every reason, in the order of [`MetricsSnapshot::rejected`].
-    pub const ALL: [RejectReason; 4] = [
+    pub const ALL: [RejectReason; 5] = [
         RejectReason::QueueFull,
         RejectReason::CodelDrop,
         RejectReason::DeadlineExpired,
         RejectReason::RetryShed,
+        RejectReason::AdmissionCut,
     ];
 
     /// A short stable label (for metric labels).
@@ -48,6 +52,7 @@ impl RejectReason {
             RejectReason::CodelDrop => "codel_drop",
             RejectReason::DeadlineExpired => "deadline_expired",
             RejectReason::RetryShed => "retry_shed",
+            RejectReason::AdmissionCut => "admission_cut",
         }
     }
 
@@ -73,7 +78,7 @@ pub fn bucket_upper_bound(i: usize) -> Option<Duration> {
 
 #[derive(Debug)]
 struct Inner {
-    rejected: [AtomicU64; 4],
+    rejected: [AtomicU64; RejectReason::ALL.len()],
     in_flight: AtomicI64,
     queued: AtomicI64,
     oldest_queued_nanos: AtomicU64,
@@ -110,7 +115,7 @@ pub struct ServerMetrics(Arc<Inner>);
 #[non_exhaustive]
 pub struct MetricsSnapshot {
     /// Rejections, indexed like [`RejectReason::ALL`].
-    pub rejected: [u64; 4],
+    pub rejected: [u64; RejectReason::ALL.len()],
     /// Requests running in the handler now.
     pub in_flight: u64,
     /// Requests waiting in the `ShedLayer` queue now.

@@ -28,6 +28,7 @@
 //! # let _ = layers;
 //! ```
 
+pub mod admission;
 pub mod deadline;
 pub mod idempotency;
 pub mod metrics;
@@ -36,6 +37,7 @@ pub mod prometheus;
 mod response;
 pub mod shed;
 
+pub use admission::admission_response;
 pub use deadline::{DeadlineLayer, MalformedTimeout};
 pub use idempotency::IdempotencyLayer;
 pub use metrics::{MetricsSnapshot, RejectReason, ServerMetrics};

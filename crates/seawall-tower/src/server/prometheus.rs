@@ -36,7 +36,7 @@
 //! |---|---|---|---|
 //! | `seawall_server_throughput_total` | `seawall.server.throughput` | counter | |
 //! | `seawall_server_goodput_total` | `seawall.server.goodput` | counter | |
-//! | `seawall_server_rejected_total` | `seawall.server.rejected` | counter | `reason` ([`RejectReason::as_str`]: `queue_full`, `codel_drop`, `deadline_expired`, `retry_shed`) |
+//! | `seawall_server_rejected_total` | `seawall.server.rejected` | counter | `reason` ([`RejectReason::as_str`]: `queue_full`, `codel_drop`, `deadline_expired`, `retry_shed`, `admission_cut`) |
 //! | `seawall_server_in_flight` | `seawall.server.in_flight` | gauge | |
 //! | `seawall_server_queue_length` | `seawall.server.queue.length` | gauge | |
 //! | `seawall_server_oldest_queued_seconds` | `seawall.server.queue.oldest_age` | gauge | |

@@ -4,6 +4,7 @@ use std::fmt;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
+use seawall::control::Control;
 use seawall::time::{Clock, SystemClock};
 use tower_layer::Layer;
 
@@ -24,6 +25,7 @@ struct Config {
     queue: QueueConfig,
     retry_after: (u16, u16),
     seed: Option<u64>,
+    admission: Option<Arc<Control>>,
 }
 
 /// Admission control: caps in-flight requests, queues a few, rejects the rest with 503.
@@ -75,6 +77,7 @@ impl ShedLayer<SystemClock> {
             queue: QueueConfig { max_queue, codel: CodelConfig::default(), lifo: true },
             retry_after: DEFAULT_RETRY_AFTER_SECS,
             seed: None,
+            admission: None,
         };
         ShedLayer::from_parts(cfg, SystemClock, ServerMetrics::new())
     }
@@ -89,6 +92,7 @@ impl<C: Clock + Clone> ShedLayer<C> {
             metrics.clone(),
             cfg.retry_after,
             cfg.seed,
+            cfg.admission.clone(),
         ));
         ShedLayer { cfg, clock, metrics, shared }
     }
@@ -124,6 +128,19 @@ impl<C: Clock + Clone> ShedLayer<C> {
     /// A fixed seed for the `Retry-After` jitter (default: from entropy, so replicas differ).
     pub fn seed(self, seed: u64) -> Self {
         self.with(|c| c.seed = Some(seed))
+    }
+
+    /// An operator's admission knob: the percentage of new requests let in at all (default:
+    /// none, i.e. 100 %). Below 100 %, each request is turned away at the door with that
+    /// probability — 503 + jittered `Retry-After`, reason
+    /// [`RejectReason::AdmissionCut`](crate::server::RejectReason::AdmissionCut) — before it
+    /// costs anything. Seed 002's first escape step: "cut load hard, at the edge", then ramp
+    /// back 10 → 25 → 50 → 100 %. Share the [`Control`] with
+    /// [`admission_response`](crate::server::admission_response) (an admin endpoint) or with
+    /// `seawall escape`, which drives it with `POST ?percent=N`; its ramp is the same one the
+    /// retry switch uses.
+    pub fn admission(self, knob: Arc<Control>) -> Self {
+        self.with(|c| c.admission = Some(knob))
     }
 
     /// Report into `metrics` (default: a private, unread set).

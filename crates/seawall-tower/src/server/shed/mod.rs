@@ -37,6 +37,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http::{HeaderValue, Request, Response, StatusCode, header};
+use seawall::control::Control;
 use seawall::rng::{Rng as _, SeedSource, splitmix64};
 use seawall::time::{Clock, Instant};
 use tokio::sync::oneshot;
@@ -68,6 +69,7 @@ struct Shared<C> {
     retry_after: Box<[HeaderValue]>,
     seed: u64,
     draws: AtomicU64,
+    admission: Option<Arc<Control>>,
 }
 
 impl<C: Clock> Shared<C> {
@@ -78,6 +80,7 @@ impl<C: Clock> Shared<C> {
         metrics: ServerMetrics,
         (lo, hi): (u16, u16),
         seed: Option<u64>,
+        admission: Option<Arc<Control>>,
     ) -> Self {
         let seed = seed.unwrap_or_else(|| SeedSource::from_entropy().stream().next_u64());
         Shared {
@@ -87,6 +90,22 @@ impl<C: Clock> Shared<C> {
             retry_after: (lo..=hi).map(HeaderValue::from).collect(),
             seed,
             draws: AtomicU64::new(0),
+            admission,
+        }
+    }
+
+    /// A uniform draw in `[0, 1)` from the layer's seeded stream (lock-free).
+    fn draw(&self) -> f64 {
+        let n = self.draws.fetch_add(1, Ordering::Relaxed);
+        (splitmix64(self.seed ^ n.rotate_left(17)) >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    /// Whether the operator's admission knob turns this request away. One atomic load when the
+    /// knob is at 100 % (or absent).
+    fn cut(&self) -> bool {
+        match &self.admission {
+            Some(k) if k.percent() < 100 => !k.allows(self.draw()),
+            _ => false,
         }
     }
 
@@ -191,6 +210,10 @@ where
         let class = class_of(req.headers());
         let grpc = response::is_grpc(req.headers());
         let deadline = req.extensions().get::<wire::RequestDeadline>().map(|d| d.0.instant());
+        if self.shared.cut() {
+            self.shared.metrics.reject(RejectReason::AdmissionCut);
+            return ResponseFuture::rejected(self.shared.reject(RejectReason::AdmissionCut, grpc));
+        }
         let now = self.shared.clock.now();
         let mut rx = None;
         let offer = {
