@@ -37,7 +37,10 @@ pub(crate) struct Args {
     /// Each edge request's deadline, milliseconds.
     #[arg(long, default_value_t = 1000)]
     deadline_ms: u64,
-    /// postgres://… : the order service queries this PostgreSQL (not built yet).
+    /// postgres://… : the order service queries this PostgreSQL through a pool of --workers
+    /// connections (statement cost workers/capacity); faults act in the database (fail: the
+    /// table is renamed away; hang: it is locked; slow: the statement costs 6×), and the seeds'
+    /// pg_stat_activity query runs once a second (postgres.json).
     #[arg(long, value_name = "URL")]
     backend: Option<String>,
     /// Seed for jitter.
@@ -99,7 +102,6 @@ fn params(args: &Args) -> anyhow::Result<LabParams> {
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let params = params(&args)?;
-    anyhow::ensure!(params.backend.is_none(), "--backend: the PostgreSQL backend is not built yet");
     let exe = std::env::current_exe().context("locating the seawall binary")?;
     let launcher = Launcher::Process { exe, args: vec!["lab-node".into()] };
     let Some(out) = seawall_lab::run_lab_blocking(&params, &launcher, |c| {
@@ -117,6 +119,17 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     // (same shape, `source: simulation`), and report.html shows both, column by column.
     std::fs::write(args.out.join("sim.json"), out.predicted.to_json())
         .context("writing sim.json")?;
+    if params.backend.is_some() {
+        let pg: Vec<_> = out
+            .results
+            .runs
+            .iter()
+            .zip(&out.postgres)
+            .map(|(r, s)| serde_json::json!({ "policy": r.policy, "pg_stat_activity": s }))
+            .collect();
+        let pg = serde_json::to_string_pretty(&pg).context("postgres.json")?;
+        std::fs::write(args.out.join("postgres.json"), pg).context("writing postgres.json")?;
+    }
     let html = seawall_report::render_html_compare(&out.results, &out.predicted);
     std::fs::write(args.out.join("report.html"), html).context("writing report.html")?;
     let tables = format!(

@@ -144,7 +144,8 @@ pub struct LabParams {
     /// Deadline of each edge request (the user gives up after it).
     pub deadline: Duration,
     /// `postgres://…`: the order service queries this PostgreSQL instead of the built-in
-    /// dependency.
+    /// dependency, through a pool of `workers` connections running a statement of
+    /// `workers / capacity` seconds (see [`crate::pg`]).
     pub backend: Option<String>,
     /// Seed for the jitter and the load generator.
     pub seed: u64,
@@ -227,6 +228,24 @@ impl LabParams {
                 "--backend",
                 format!("expected postgres://…, got {b:?}"),
             ));
+        }
+        if self.backend.is_some() {
+            // One connection per worker: stay well inside a default max_connections of 100.
+            if self.workers > 32 {
+                return Err(LabError::bad_input(
+                    "--workers",
+                    format!(
+                        "at most 32 with --backend (one connection each), got {}",
+                        self.workers
+                    ),
+                ));
+            }
+            if self.fault.is_some_and(|f| f.kind == FaultKind::Restart) {
+                return Err(LabError::bad_input(
+                    "--fault",
+                    "restart is not offered with --backend (fail, hang or slow)",
+                ));
+            }
         }
         Ok(())
     }

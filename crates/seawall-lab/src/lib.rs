@@ -20,6 +20,7 @@ pub use config::{FaultKind, FaultSpec, LabParams, Stack};
 pub use error::LabError;
 pub use launch::{Launcher, NodeHandle};
 pub mod outcome;
+pub mod pg;
 pub mod prom;
 pub mod report;
 pub mod run;

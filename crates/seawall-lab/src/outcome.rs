@@ -5,6 +5,7 @@ use seawall_report::Results;
 use crate::LabError;
 use crate::config::LabParams;
 use crate::launch::Launcher;
+use crate::pg::{PgLab, PgSample};
 use crate::report::{LabFigures, to_results, to_run};
 use crate::run::run_stack;
 
@@ -20,17 +21,19 @@ pub struct LabOutcome {
     pub figures: Vec<LabFigures>,
     /// The simulator's prediction for the same parameters (the `sim` column), same runs.
     pub predicted: Results,
+    /// With `--backend`: each run's `pg_stat_activity` readings, one a second (else empty).
+    pub postgres: Vec<Vec<PgSample>>,
 }
 
 impl LabOutcome {
     /// The lab's figures as a plain-text table, one row per configuration.
     pub fn figures_table(&self) -> String {
         let mut s = String::from(
-            "config     attempts/edge-req(fault)  goodput/s  offered/s  budget-refusals  shed  lag(s)  client attempts edge/gateway/order\n",
+            "config     attempts/edge-req(fault)  goodput/s  offered/s  budget-refusals  shed  lag(s)  client attempts edge/gateway/order  pg copies/oldest(s)\n",
         );
         for (run, f) in self.results.runs.iter().zip(&self.figures) {
             s.push_str(&format!(
-                "{:<10} {:>24.2}  {:>9.1}  {:>9.1}  {:>15}  {:>4}  {:>6.3}  {}/{}/{}\n",
+                "{:<10} {:>24.2}  {:>9.1}  {:>9.1}  {:>15}  {:>4}  {:>6.3}  {:>35}  {}\n",
                 run.policy,
                 f.amplification_during,
                 f.goodput_rps,
@@ -38,9 +41,12 @@ impl LabOutcome {
                 f.budget_refusals,
                 f.shed,
                 f.max_lag_s,
-                f.client_attempts[0],
-                f.client_attempts[1],
-                f.client_attempts[2],
+                format!(
+                    "{}/{}/{}",
+                    f.client_attempts[0], f.client_attempts[1], f.client_attempts[2]
+                ),
+                f.pg_peak
+                    .map_or("—".into(), |p| format!("{}/{:.1}", p.running_copies, p.oldest_s)),
             ));
         }
         s
@@ -63,20 +69,62 @@ pub async fn run_lab(
     // Predicted first: it takes well under a second, and a parameter the simulator cannot
     // express is better found before a minute of lab time.
     let predicted = crate::sim::predict(params)?;
-    let mut runs = Vec::new();
-    let mut figures = Vec::new();
+    let pg = match &params.backend {
+        Some(url) => Some(PgLab::setup(url, params.service_time()).await?),
+        None => None,
+    };
+    let measured = run_all(params, launcher, &mut progress, pg.as_ref()).await;
+    if let Some(pg) = &pg {
+        // Dropped even when a run failed; a teardown error only matters if the runs succeeded.
+        let down = pg.teardown().await;
+        if measured.is_ok() {
+            down?;
+        }
+    }
+    let (runs, figures, postgres) = measured?;
+    let mut results = to_results(params, runs);
+    if pg.is_some() {
+        results.description.push_str(&pg_summary(&results, &figures));
+    }
+    Ok(LabOutcome { results, figures, predicted, postgres })
+}
+
+type Measured = (Vec<seawall_report::Run>, Vec<LabFigures>, Vec<Vec<PgSample>>);
+
+async fn run_all(
+    params: &LabParams,
+    launcher: &Launcher,
+    progress: &mut impl FnMut(&str),
+    pg: Option<&PgLab>,
+) -> Result<Measured, LabError> {
+    let (mut runs, mut figures, mut postgres) = (Vec::new(), Vec::new(), Vec::new());
     for (i, &stack) in params.stacks.iter().enumerate() {
         if i > 0 {
             // Let the previous stack's sockets and threads wind down before measuring the next.
             tokio::time::sleep(SETTLE).await;
         }
         progress(stack.as_str());
-        let m = run_stack(params, stack, launcher).await?;
+        let m = run_stack(params, stack, launcher, pg).await?;
         let (run, f) = to_run(params, &m);
         runs.push(run);
         figures.push(f);
+        postgres.push(m.pg);
     }
-    Ok(LabOutcome { results: to_results(params, runs), figures, predicted })
+    Ok((runs, figures, postgres))
+}
+
+/// "; pg_stat_activity during the fault: baseline 4 copies, oldest 10.0 s; …" for the report.
+fn pg_summary(results: &Results, figures: &[LabFigures]) -> String {
+    let mut s = String::from("; pg_stat_activity during the fault (peak):");
+    for (r, f) in results.runs.iter().zip(figures) {
+        if let Some(p) = f.pg_peak {
+            s.push_str(&format!(
+                " {} {} running copies, oldest {:.1} s;",
+                r.policy, p.running_copies, p.oldest_s
+            ));
+        }
+    }
+    s
 }
 
 /// [`run_lab`] on a runtime of its own, for a binary: returns `Ok(None)` if interrupted by

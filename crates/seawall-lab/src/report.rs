@@ -5,6 +5,7 @@ use seawall_report::{Fault, Results, Run, Series, Source, summarize};
 use crate::config::LabParams;
 use crate::node::Role;
 use crate::node::stats::StatsSnapshot;
+use crate::pg::PgSample;
 use crate::run::Measured;
 
 /// Seconds at the start of the fault left out of [`LabFigures::amplification_during`]: the
@@ -30,6 +31,9 @@ pub struct LabFigures {
     /// Attempts each tier's client layer sent over the run (edge, gateway, order), from the
     /// layers' own Prometheus counters (`seawall_client_attempt_started_total`).
     pub client_attempts: [u64; 3],
+    /// With `--backend`: the peak of the seeds' `pg_stat_activity` query over the fault —
+    /// most identical order statements active at once, and the oldest one's age.
+    pub pg_peak: Option<PgSample>,
 }
 
 fn deltas(
@@ -54,6 +58,21 @@ pub fn fault_of(params: &LabParams) -> Option<Fault> {
             end_s: start_s + f.duration.as_secs_f64(),
         }
     })
+}
+
+/// The peak readings (copies and age, each its own maximum) at the seconds within the fault.
+fn pg_peak(params: &LabParams, samples: &[PgSample]) -> Option<PgSample> {
+    let f = params.fault?;
+    if samples.is_empty() {
+        return None;
+    }
+    let a = params.at.as_secs_f64().floor() as usize;
+    let b = (params.at + f.duration).as_secs_f64().ceil() as usize;
+    let window = &samples[a.min(samples.len())..(b + 1).min(samples.len())];
+    Some(window.iter().fold(PgSample::default(), |p, s| PgSample {
+        running_copies: p.running_copies.max(s.running_copies),
+        oldest_s: p.oldest_s.max(s.oldest_s),
+    }))
 }
 
 /// One configuration's [`Run`] and [`LabFigures`].
@@ -100,6 +119,7 @@ pub fn to_run(params: &LabParams, m: &Measured) -> (Run, LabFigures) {
             };
             at(m.ticks.get(n)).saturating_sub(at(m.ticks.first()))
         }),
+        pg_peak: pg_peak(params, &m.pg),
     };
     let run = Run {
         policy: m.stack.map_or("?", |s| s.as_str()).to_string(),
@@ -133,7 +153,13 @@ pub fn to_results(params: &LabParams, runs: Vec<Run>) -> Results {
         source: Source::Lab,
         duration_s: params.duration.as_secs_f64(),
         fault: fault_of(params),
-        tiers: Role::ALL.iter().map(|r| r.as_str().to_string()).collect(),
+        tiers: Role::ALL
+            .iter()
+            .map(|r| match r {
+                Role::Dependency if params.backend.is_some() => "postgres".to_string(),
+                r => r.as_str().to_string(),
+            })
+            .collect(),
         runs,
     }
 }

@@ -11,6 +11,7 @@ use crate::launch::{Launcher, NodeHandle};
 use crate::loadgen::{self, LoadCounts, LoadPlan};
 use crate::node::stats::StatsSnapshot;
 use crate::node::{NodeSpec, Role};
+use crate::pg::{PgLab, PgSample};
 use crate::scrape::Admin;
 
 /// What one configuration's run measured, before it is turned into a report.
@@ -21,23 +22,32 @@ pub struct Measured {
     /// The load generator's per-second counts.
     pub load: LoadCounts,
     /// `ticks[k][tier]`: each tier's counters at `k` seconds (k = 0 ..= duration), top first.
+    /// With `--backend` the bottom "tier" is the order service's PostgreSQL pool.
     pub ticks: Vec<Vec<StatsSnapshot>>,
+    /// With `--backend`: the seeds' `pg_stat_activity` reading at each second (k = 0 ..= duration).
+    pub pg: Vec<PgSample>,
 }
 
 /// Extra time a node may live beyond the run (start-up, drain), after which it exits by itself.
 const NODE_GRACE: Duration = Duration::from_secs(30);
 
 /// Starts the stack for `stack`, returning the handles top (edge) first.
+///
+/// With a PostgreSQL backend (`pg`) there is no dependency node: the order service queries the
+/// database's `pg.table()` itself.
 pub async fn start_stack(
     params: &LabParams,
     stack: Stack,
     launcher: &Launcher,
+    pg: Option<&PgLab>,
 ) -> Result<Vec<NodeHandle>, LabError> {
     let max_runtime = params.duration + params.deadline + NODE_GRACE;
     let mut handles: Vec<NodeHandle> = Vec::new();
     let mut downstream = None;
-    for role in Role::ALL.iter().rev() {
-        let spec = NodeSpec::new(*role, stack, params, downstream.take());
+    let roles = if pg.is_some() { &Role::ALL[..3] } else { &Role::ALL[..] };
+    for role in roles.iter().rev() {
+        let mut spec = NodeSpec::new(*role, stack, params, downstream.take());
+        spec.backend_table = pg.map(|p| p.table().to_string()).filter(|_| spec.backend.is_some());
         let h = launcher.spawn(&spec, max_runtime).await?;
         downstream = Some(h.url());
         handles.push(h);
@@ -47,14 +57,17 @@ pub async fn start_stack(
 }
 
 /// Runs `stack` under `params` and returns the measurements. Every node is stopped on return,
-/// on error, and if the future is dropped (Ctrl-C).
+/// on error, and if the future is dropped (Ctrl-C). `pg` is the PostgreSQL backend, if any.
 pub async fn run_stack(
     params: &LabParams,
     stack: Stack,
     launcher: &Launcher,
+    pg: Option<&PgLab>,
 ) -> Result<Measured, LabError> {
-    let nodes = start_stack(params, stack, launcher).await?;
+    let nodes = start_stack(params, stack, launcher, pg).await?;
     let urls: Vec<String> = nodes.iter().map(NodeHandle::url).collect();
+    // The order service (third node) reports its PostgreSQL pool as the bottom tier.
+    let backend_of = pg.map(|_| urls[2].clone());
     let admin = Admin::default();
     let plan = LoadPlan {
         rate: params.rate,
@@ -79,23 +92,36 @@ pub async fn run_stack(
                         ticks.last().and_then(|r: &Vec<StatsSnapshot>| r.get(row.len()).copied());
                     row.push(admin.stats(u).await.ok().or(prev).unwrap_or_default());
                 }
+                if let Some(order) = &backend_of {
+                    let prev = ticks.last().and_then(|r: &Vec<StatsSnapshot>| r.get(3).copied());
+                    row.push(admin.backend_stats(order).await.ok().or(prev).unwrap_or_default());
+                }
                 ticks.push(row);
             }
             ticks
         })
     };
-    let fault = params.fault.map(|f| {
-        let (admin, url, at) = (admin.clone(), urls[urls.len() - 1].clone(), params.at);
-        tokio::spawn(async move {
-            tokio::time::sleep_until(start + at).await;
-            admin.inject(&url, f).await
-        })
-    });
-    let load = loadgen::run(&urls[0], plan).await;
+    let fault = async {
+        let Some(f) = params.fault else { return Ok(()) };
+        tokio::time::sleep_until(start + params.at).await;
+        match pg {
+            Some(pg) => pg.fault(f).await,
+            None => admin.inject(&urls[urls.len() - 1], f).await,
+        }
+    };
+    // The seeds' pg_stat_activity query once a second, on the same clock as the scrapes.
+    let monitor = async {
+        let mut out = Vec::new();
+        let Some(pg) = pg else { return out };
+        for k in 0..=secs {
+            tokio::time::sleep_until(start + Duration::from_secs(k)).await;
+            out.push(pg.sample().await.unwrap_or_default());
+        }
+        out
+    };
+    let (load, fault, pg_samples) = tokio::join!(loadgen::run(&urls[0], plan), fault, monitor);
     let ticks = scraper.await.map_err(|e| LabError::node("scraper", e.to_string()))?;
-    if let Some(f) = fault {
-        f.await.map_err(|e| LabError::node("fault", e.to_string()))??;
-    }
+    fault?;
     drop(nodes);
-    Ok(Measured { stack: Some(stack), load, ticks })
+    Ok(Measured { stack: Some(stack), load, ticks, pg: pg_samples })
 }

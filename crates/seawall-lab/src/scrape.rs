@@ -63,6 +63,13 @@ impl Admin {
         Ok(s)
     }
 
+    /// The order service's PostgreSQL pool counters (`GET /lab/backend`).
+    pub async fn backend_stats(&self, base: &str) -> Result<StatsSnapshot, LabError> {
+        let (_, body) = self.send(Method::GET, format!("{base}/lab/backend")).await?;
+        serde_json::from_slice(&body)
+            .map_err(|e| LabError::Http(format!("{base}/lab/backend: {e}")))
+    }
+
     /// Starts `fault` on the dependency at `base` now.
     pub async fn inject(&self, base: &str, fault: FaultSpec) -> Result<(), LabError> {
         let url =

@@ -121,25 +121,33 @@ pub fn predict(params: &LabParams) -> Result<Results, LabError> {
 }
 
 /// Measured vs predicted, one row per configuration: recovered, recovery time, peak
-/// amplification at the dependency, goodput during and after the fault.
+/// amplification at the dependency, goodput during and after the fault, and mean goodput (the
+/// figure that matters without a fault, e.g. at 2× capacity).
 pub fn gap_table(measured: &Results, predicted: &Results) -> String {
     let mut s = String::from(
-        "config     source  recovered  recovery(s)  peak amp  goodput during  after\n",
+        "config     source  recovered  recovery(s)  peak amp  goodput during  after  goodput/s\n",
     );
-    let pct = |x: f64| format!("{:.0} %", x * 100.0);
+    let faulted = measured.fault.is_some();
+    let pct = |x: f64| if faulted { format!("{:.0} %", x * 100.0) } else { "—".into() };
+    let mean = |v: &[f64]| if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 };
     for m in &measured.runs {
         let p = predicted.runs.iter().find(|p| p.policy == m.policy);
         for (src, r) in [("lab", Some(m)), ("sim", p)] {
             let Some(r) = r else { continue };
             let rec = r.recovery_s.map_or("—".to_string(), |x| format!("{x:.1}"));
+            let recovered = match (faulted, r.recovered) {
+                (false, _) => "—",
+                (true, true) => "yes",
+                (true, false) => "no",
+            };
             let _ = writeln!(
                 s,
-                "{:<10} {src:<6}  {:<9}  {rec:>11}  {:>7.1}×  {:>14}  {:>5}",
+                "{:<10} {src:<6}  {recovered:<9}  {rec:>11}  {:>7.1}×  {:>14}  {:>5}  {:>9.1}",
                 m.policy,
-                if r.recovered { "yes" } else { "no" },
                 r.peak_amplification,
                 pct(r.goodput_during),
                 pct(r.goodput_after),
+                mean(&r.series.goodput_rps),
             );
         }
     }

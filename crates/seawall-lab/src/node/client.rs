@@ -28,9 +28,9 @@ use seawall::backoff::{Backoff, Jitter};
 use seawall::budget::{AnyBudget, GrpcThrottle, Unlimited};
 use seawall::classify::HttpClassifier;
 use seawall::policy::{PolicyConfig, RetryPolicy};
-use seawall_tower::client::{ClientMetrics, FailFast, FailFastLayer, Retry, RetryLayer};
+use seawall_tower::client::{BoxError, ClientMetrics, FailFast, FailFastLayer, Retry, RetryLayer};
 use seawall_tower::wire::RequestDeadline;
-use tower::util::MapResponse;
+use tower::util::BoxCloneSyncService;
 use tower::{Layer, ServiceExt};
 
 use super::Role;
@@ -42,13 +42,44 @@ pub const BASELINE_TIMEOUT: Duration = Duration::from_millis(250);
 /// The baseline's flat delay between attempts (seed 000: "3 retries, flat 100 ms").
 pub const BASELINE_DELAY: Duration = Duration::from_millis(100);
 
-/// The hyper-util client the layers wrap. Response bodies are dropped: every lab answer is an
-/// empty body, and `FailFast` needs a body type with a `Default` (for its own 503).
-pub type Http =
-    MapResponse<Client<HttpConnector, Empty<Bytes>>, fn(Response<Incoming>) -> Response<()>>;
+/// The service the layers wrap: the next tier over HTTP ([`http_client`]) or, for the order
+/// service with `--backend`, the PostgreSQL pool ([`super::backend::PgService`]). Boxed so one
+/// client type serves both.
+pub type Inner = BoxCloneSyncService<Request<Empty<Bytes>>, Response<()>, InnerError>;
 
-fn drop_body(resp: Response<Incoming>) -> Response<()> {
-    resp.map(|_| ())
+/// The inner service's error: a transport error, boxed.
+///
+/// A named type rather than `BoxError` itself: the layers take `S::Error: Into<BoxError>`, and
+/// with `BoxError` as `S::Error` rustc cannot prove the spawned call future `Send` ("`From` is
+/// not general enough", a known higher-ranked lifetime limitation). The wrapper keeps the
+/// error's `source()` chain, which the layers walk to spot a refused connection.
+#[derive(Debug)]
+pub struct InnerError(pub BoxError);
+
+impl std::fmt::Display for InnerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for InnerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.0)
+    }
+}
+
+/// A hyper-util client, pooled, `TCP_NODELAY`. Response bodies are dropped: every lab answer is
+/// an empty body, and `FailFast` needs a body type with a `Default` (for its own 503).
+pub fn http_client() -> Inner {
+    let mut conn = HttpConnector::new();
+    conn.set_nodelay(true);
+    let client: Client<HttpConnector, Empty<Bytes>> =
+        Client::builder(TokioExecutor::new()).pool_max_idle_per_host(512).build(conn);
+    BoxCloneSyncService::new(
+        client
+            .map_response(|r: Response<Incoming>| r.map(|_| ()))
+            .map_err(|e| InnerError(e.into())),
+    )
 }
 
 /// The retry policy of the owner layer of `stack`: the seeds' teams (baseline) or DESIGN.md's
@@ -75,8 +106,8 @@ pub fn owner_policy(stack: Stack, seed: u64) -> RetryPolicy<AnyBudget> {
 
 #[derive(Debug, Clone)]
 enum Layered {
-    Owner(Retry<Http>),
-    FailFast(FailFast<Http>),
+    Owner(Retry<Inner>),
+    FailFast(FailFast<Inner>),
 }
 
 /// A tier's client of the next tier: the client layer of its role, and its metrics.
@@ -89,14 +120,16 @@ pub struct Downstream {
 }
 
 impl Downstream {
-    /// A client of `url` for `role` in `stack`.
-    pub fn new(url: &str, role: Role, stack: Stack, seed: u64) -> Result<Self, LabError> {
+    /// A client of `url` through `http` (see [`Inner`]) for `role` in `stack`.
+    pub fn new(
+        url: &str,
+        http: Inner,
+        role: Role,
+        stack: Stack,
+        seed: u64,
+    ) -> Result<Self, LabError> {
         let url =
             url.parse().map_err(|e| LabError::bad_input("downstream", format!("{url}: {e}")))?;
-        let mut conn = HttpConnector::new();
-        conn.set_nodelay(true);
-        let client = Client::builder(TokioExecutor::new()).pool_max_idle_per_host(512).build(conn);
-        let http: Http = client.map_response(drop_body as fn(_) -> _);
         let metrics = Arc::new(ClientMetrics::new());
         let bad = |e: seawall::ConfigError| LabError::bad_input("policy", e.to_string());
         let svc = match (stack, role) {

@@ -4,6 +4,7 @@
 //! answer `GET /` by calling the next tier through a real HTTP client; the dependency does the
 //! work itself and takes faults at `POST /lab/fault/{kind}/{ms}`.
 
+pub mod backend;
 pub mod client;
 pub mod dependency;
 pub mod protect;
@@ -64,6 +65,8 @@ pub struct NodeSpec {
     pub service_time: Duration,
     /// `postgres://…` for the order service's backend, instead of the dependency node.
     pub backend: Option<String>,
+    /// The table the backend's statement reads (created by the parent, see [`crate::pg`]).
+    pub backend_table: Option<String>,
     /// Seed for jitter.
     pub seed: u64,
 }
@@ -78,6 +81,7 @@ impl NodeSpec {
             workers: params.workers,
             service_time: params.service_time(),
             backend: if role == Role::Order { params.backend.clone() } else { None },
+            backend_table: None,
             seed: params.seed.wrapping_add(role as u64),
         }
     }

@@ -13,10 +13,12 @@ use seawall::deadline::parse_timeout_ms;
 use seawall_tower::client::metrics_response;
 use seawall_tower::server::ServerMetrics;
 use seawall_tower::wire::{REQUEST_TIMEOUT_MS, RETRY_PUSHBACK_MS, RequestDeadline};
+use tower::util::BoxCloneSyncService;
 
-use super::NodeSpec;
-use super::client::Downstream;
+use super::backend::{PgBackend, PgService};
+use super::client::{Downstream, http_client};
 use super::stats::{NodeStats, StatsSnapshot};
+use super::{NodeSpec, Role};
 use crate::LabError;
 use crate::config::Stack;
 
@@ -41,16 +43,32 @@ pub struct Tier {
     stats: NodeStats,
     layers: ServerMetrics,
     registry: Registry,
+    backend: Option<Arc<PgBackend>>,
 }
 
 impl Tier {
     /// A tier for `spec`.
     pub async fn new(spec: &NodeSpec) -> Result<Arc<Self>, LabError> {
-        let url = spec
-            .downstream
-            .as_deref()
-            .ok_or_else(|| LabError::bad_input("downstream", "a tier needs a downstream URL"))?;
-        let down = Downstream::new(url, spec.role, spec.stack, spec.seed)?;
+        let (down, backend) = match (&spec.backend, spec.role) {
+            (Some(url), Role::Order) => {
+                let table = spec.backend_table.as_deref().ok_or_else(|| {
+                    LabError::bad_input("backend", "a postgres backend needs its table")
+                })?;
+                let pg = PgBackend::connect(url, table, spec.workers, spec.stack).await?;
+                let inner = BoxCloneSyncService::new(PgService(pg.clone()));
+                // The URL is only a label here: the service is the pool.
+                (
+                    Downstream::new("http://postgres/", inner, spec.role, spec.stack, spec.seed)?,
+                    Some(pg),
+                )
+            }
+            _ => {
+                let url = spec.downstream.as_deref().ok_or_else(|| {
+                    LabError::bad_input("downstream", "a tier needs a downstream URL")
+                })?;
+                (Downstream::new(url, http_client(), spec.role, spec.stack, spec.seed)?, None)
+            }
+        };
         let mut registry = Registry::default();
         down.metrics().register(&mut registry);
         Ok(Arc::new(Tier {
@@ -59,6 +77,7 @@ impl Tier {
             stats: NodeStats::default(),
             layers: ServerMetrics::new(),
             registry,
+            backend,
         }))
     }
 
@@ -99,16 +118,27 @@ async fn stats(State(tier): State<Arc<Tier>>) -> String {
     serde_json::to_string(&tier.snapshot()).unwrap_or_default()
 }
 
+/// The PostgreSQL pool's counters, as the bottom "tier" of the stack (404 without a backend).
+async fn backend(State(tier): State<Arc<Tier>>) -> Response {
+    match &tier.backend {
+        Some(pg) => serde_json::to_string(&pg.stats()).unwrap_or_default().into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
 async fn metrics(State(tier): State<Arc<Tier>>) -> http::Response<String> {
     metrics_response(&tier.registry)
 }
 
 /// The tier's routes: `GET /`, `GET /metrics` (the client layer's Prometheus metrics) and
-/// `GET /lab/stats`.
+/// `GET /lab/stats`, and `GET /lab/backend` (the PostgreSQL pool's counters).
 pub fn router(tier: Arc<Tier>) -> Router {
     let mut work = Router::new().route("/", get(handle));
     if tier.stack == Stack::Seawall {
         work = super::protect::protect(work, TIER_IN_FLIGHT, &tier.layers);
     }
-    work.route("/lab/stats", get(stats)).route("/metrics", get(metrics)).with_state(tier)
+    work.route("/lab/stats", get(stats))
+        .route("/lab/backend", get(backend))
+        .route("/metrics", get(metrics))
+        .with_state(tier)
 }
