@@ -83,6 +83,18 @@ fn request() -> Request<Bytes> {
     Request::get("http://dependency/orders/1").body(Bytes::new()).unwrap()
 }
 
+/// The same request with the few headers a real client call usually carries already. The
+/// header map then exists before the layer sees it: stamping `Request-Attempt` does not allocate
+/// one, but a copy of the request (tower's `clone_request`, seawall's spare) clones it.
+fn request_with_headers() -> Request<Bytes> {
+    Request::get("http://dependency/orders/1")
+        .header("accept", "application/json")
+        .header("user-agent", "seawall-bench/0.1")
+        .header("x-request-id", "0af7651916cd43dd8448eb211c80319c")
+        .body(Bytes::new())
+        .unwrap()
+}
+
 /// One call: ready, call, poll once.
 #[inline(always)]
 fn call<S>(svc: &mut S, req: Request<Bytes>) -> S::Response
@@ -94,44 +106,52 @@ where
     once(svc.call(black_box(req))).unwrap()
 }
 
-fn bench<S>(c: &mut Criterion, name: &str, mut svc: S)
+fn bench<S>(c: &mut Criterion, name: &str, make: fn() -> Request<Bytes>, mut svc: S)
 where
     S: Service<Request<Bytes>>,
     S::Error: std::fmt::Debug,
 {
     c.bench_function(name, |b| {
-        b.iter_batched(request, |req| call(&mut svc, req), BatchSize::SmallInput)
+        b.iter_batched(make, |req| call(&mut svc, req), BatchSize::SmallInput)
     });
 }
 
 /// Runs `n` calls; the request is built inside the loop, so subtract `count_noop`.
 #[inline(always)]
-fn count<S>(n: u64, mut svc: S)
+fn count<S>(n: u64, make: fn() -> Request<Bytes>, mut svc: S)
 where
     S: Service<Request<Bytes>>,
     S::Error: std::fmt::Debug,
 {
     for _ in 0..n {
-        black_box(call(&mut svc, request()));
+        black_box(call(&mut svc, make()));
     }
 }
 
 macro_rules! counters {
     ($($name:ident),*) => {$(
         #[inline(never)]
-        fn $name<S>(n: u64, svc: S)
+        fn $name<S>(n: u64, make: fn() -> Request<Bytes>, svc: S)
         where
             S: Service<Request<Bytes>>,
             S::Error: std::fmt::Debug,
         {
             // Distinct bodies: two cases of the same service type must not fold into one.
             black_box(stringify!($name));
-            count(n, svc)
+            count(n, make, svc)
         }
     )*};
 }
 
-counters!(count_noop, count_tower, count_seawall, count_seawall_deadline_metrics);
+counters!(
+    count_noop,
+    count_tower,
+    count_seawall,
+    count_seawall_deadline_metrics,
+    count_headers_noop,
+    count_headers_tower,
+    count_headers_seawall
+);
 
 fn tower_retry() -> impl Service<Request<Bytes>, Error = impl std::fmt::Debug> {
     let budget = Arc::new(TpsBudget::new(Duration::from_secs(10), 10, 0.2));
@@ -145,11 +165,16 @@ fn with_deadline_metrics() -> RetryLayer {
 }
 
 fn overhead(c: &mut Criterion) {
-    bench(c, "client/noop (baseline)", noop());
-    bench(c, "client/tower Retry + TpsBudget", tower_retry());
-    bench(c, "client/seawall RetryLayer", RetryLayer::new().layer(noop()));
+    let r = request;
+    bench(c, "client/noop (baseline)", r, noop());
+    bench(c, "client/tower Retry + TpsBudget", r, tower_retry());
+    bench(c, "client/seawall RetryLayer", r, RetryLayer::new().layer(noop()));
     let name = "client/seawall RetryLayer + deadline + metrics";
-    bench(c, name, with_deadline_metrics().layer(noop()));
+    bench(c, name, r, with_deadline_metrics().layer(noop()));
+    let h = request_with_headers;
+    bench(c, "client/3 headers/noop (baseline)", h, noop());
+    bench(c, "client/3 headers/tower Retry + TpsBudget", h, tower_retry());
+    bench(c, "client/3 headers/seawall RetryLayer", h, RetryLayer::new().layer(noop()));
 }
 
 criterion_group!(benches, overhead);
@@ -167,10 +192,14 @@ fn main() {
         return;
     }
     if let Some(n) = std::env::var("SEAWALL_BENCH_COUNT").ok().and_then(|v| v.parse().ok()) {
-        count_noop(n, noop());
-        count_tower(n, tower_retry());
-        count_seawall(n, RetryLayer::new().layer(noop()));
-        count_seawall_deadline_metrics(n, with_deadline_metrics().layer(noop()));
+        let (r, h) = (request as fn() -> _, request_with_headers as fn() -> _);
+        count_noop(n, r, noop());
+        count_tower(n, r, tower_retry());
+        count_seawall(n, r, RetryLayer::new().layer(noop()));
+        count_seawall_deadline_metrics(n, r, with_deadline_metrics().layer(noop()));
+        count_headers_noop(n, h, noop());
+        count_headers_tower(n, h, tower_retry());
+        count_headers_seawall(n, h, RetryLayer::new().layer(noop()));
         return;
     }
     benches();
