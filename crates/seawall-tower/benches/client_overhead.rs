@@ -13,6 +13,11 @@
 //! callgrind_annotate --inclusive=yes cg.out | grep count_
 //! ```
 //!
+//! It also prints each case's CPU time per call (from `/proc/thread-self/schedstat`, Linux):
+//! time the thread was not running is not counted, which keeps the figures usable on a machine
+//! busy with other work, where criterion's wall-clock times are not. With
+//! `SEAWALL_BENCH_ROUNDS=<r>` the cases run interleaved `r` times and the minimum is kept.
+//!
 //! `SEAWALL_BENCH_SIZES=1` prints the size of each layer's response future instead.
 
 use std::convert::Infallible;
@@ -179,6 +184,47 @@ fn overhead(c: &mut Criterion) {
 
 criterion_group!(benches, overhead);
 
+/// CPU time this thread has run, in nanoseconds (Linux).
+fn cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+fn counted(n: u64, rounds: u32) {
+    let (r, h) = (request as fn() -> _, request_with_headers as fn() -> _);
+    let cases: [(&str, &dyn Fn()); 7] = [
+        ("noop", &|| count_noop(n, r, noop())),
+        ("tower", &|| count_tower(n, r, tower_retry())),
+        ("seawall", &|| count_seawall(n, r, RetryLayer::new().layer(noop()))),
+        ("seawall + deadline + metrics", &|| {
+            count_seawall_deadline_metrics(n, r, with_deadline_metrics().layer(noop()))
+        }),
+        ("3 headers/noop", &|| count_headers_noop(n, h, noop())),
+        ("3 headers/tower", &|| count_headers_tower(n, h, tower_retry())),
+        ("3 headers/seawall", &|| count_headers_seawall(n, h, RetryLayer::new().layer(noop()))),
+    ];
+    let mut best = [f64::INFINITY; 7];
+    for _ in 0..rounds {
+        for (i, (_, run)) in cases.iter().enumerate() {
+            let t0 = cpu_ns();
+            run();
+            best[i] = best[i].min((cpu_ns() - t0) as f64 / n as f64);
+        }
+    }
+    // Request construction is inside the loop: overheads are differences from the no-op.
+    for (i, (name, _)) in cases.iter().enumerate() {
+        let (base, tower) = if i < 4 { (best[0], best[1]) } else { (best[4], best[5]) };
+        let (over, tower_over) = (best[i] - base, tower - base);
+        println!(
+            "{name:<30} {:7.1} ns/call CPU  overhead {over:6.1} ns  = {:.2}x tower's",
+            best[i],
+            over / tower_over
+        );
+    }
+}
+
 fn main() {
     // The deadline path arms a tokio timer (never fired): it needs a runtime context.
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
@@ -192,14 +238,8 @@ fn main() {
         return;
     }
     if let Some(n) = std::env::var("SEAWALL_BENCH_COUNT").ok().and_then(|v| v.parse().ok()) {
-        let (r, h) = (request as fn() -> _, request_with_headers as fn() -> _);
-        count_noop(n, r, noop());
-        count_tower(n, r, tower_retry());
-        count_seawall(n, r, RetryLayer::new().layer(noop()));
-        count_seawall_deadline_metrics(n, r, with_deadline_metrics().layer(noop()));
-        count_headers_noop(n, h, noop());
-        count_headers_tower(n, h, tower_retry());
-        count_headers_seawall(n, h, RetryLayer::new().layer(noop()));
+        let rounds = std::env::var("SEAWALL_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok());
+        counted(n, rounds.unwrap_or(1));
         return;
     }
     benches();
