@@ -5,13 +5,12 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-/// The future a [`FailFast`](crate::client::FailFast) service (and the gRPC `Buffer`) returns:
-/// one logical call.
+/// A boxed response future, as the gRPC `Buffer` returns (it reads the request body before the
+/// call).
 ///
-/// It is boxed, which costs one allocation per call; the [`Retry`](crate::client::Retry)
-/// service, whose success path is benchmarked against tower's, returns the unboxed
-/// [`RetryFuture`](crate::client::RetryFuture) instead. Dropping it abandons the call and
-/// returns what it held to the budget and breaker.
+/// The [`Retry`](crate::client::Retry) and [`FailFast`](crate::client::FailFast) services return
+/// the unboxed [`RetryFuture`](crate::client::RetryFuture) and
+/// [`FailFastFuture`](crate::client::FailFastFuture) instead: no allocation per call.
 pub struct ResponseFuture<T, E> {
     inner: Pin<Box<dyn Future<Output = Result<T, E>> + Send>>,
 }

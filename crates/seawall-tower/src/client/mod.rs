@@ -28,6 +28,7 @@ mod classify;
 pub mod control;
 mod engine;
 mod fail_fast;
+#[cfg(feature = "grpc")]
 mod future;
 pub mod metrics;
 mod overload;
@@ -40,7 +41,8 @@ pub mod grpc;
 
 pub use body::ReplayBody;
 pub use control::{ControlState, admin_response};
-pub use fail_fast::{FailFast, FailFastLayer};
+pub use fail_fast::{FailFast, FailFastFuture, FailFastLayer};
+#[cfg(feature = "grpc")]
 pub use future::ResponseFuture;
 pub use metrics::{ClientMetrics, metrics_response, metrics_text};
 pub use retry::{BoxError, GaveUpError, LastOutcome, Retry, RetryFuture, RetryLayer};

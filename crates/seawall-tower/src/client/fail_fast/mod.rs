@@ -18,6 +18,7 @@
 //! Answers that belong to the caller (200, 404, …) pass through untouched. The deadline and
 //! attempt headers are stamped exactly as the retry layer does.
 
+mod future;
 mod layer;
 
 use std::sync::Arc;
@@ -27,13 +28,12 @@ use http::{Request, Response};
 use seawall::budget::{Budget, Unlimited};
 use tower_service::Service;
 
+pub use future::FailFastFuture;
 pub use layer::FailFastLayer;
 
 use crate::client::ReplayBody;
 use crate::client::engine::Shared;
-use crate::client::future::ResponseFuture;
-use crate::client::overload::{overloaded_response, timed_out_response};
-use crate::client::retry::{BoxError, LastOutcome, RetryFuture};
+use crate::client::retry::{BoxError, RetryFuture};
 
 /// One attempt per call; overload below becomes "overloaded; don't retry" above. Built by
 /// [`FailFastLayer`].
@@ -60,7 +60,7 @@ where
 {
     type Response = Response<RB>;
     type Error = BoxError;
-    type Future = ResponseFuture<Response<RB>, BoxError>;
+    type Future = FailFastFuture<S, B, RB, Bu>;
 
     /// Always ready; the inner service's readiness is awaited inside the call.
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
@@ -68,21 +68,6 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        let f = RetryFuture::new(self.inner.clone(), self.shared.clone(), req);
-        ResponseFuture::new(async move {
-            match f.await {
-                Ok(resp) => Ok(resp),
-                Err(e) if e.is_overloaded() => Ok(e.into_response()),
-                Err(e) => {
-                    let grpc = e.is_grpc();
-                    match e.into_last() {
-                        LastOutcome::Response(r) => Ok(r),
-                        LastOutcome::Error(err) => Err(err),
-                        LastOutcome::TimedOut => Ok(timed_out_response(grpc)),
-                        _ => Ok(overloaded_response(grpc)),
-                    }
-                }
-            }
-        })
+        FailFastFuture::new(RetryFuture::new(self.inner.clone(), self.shared.clone(), req))
     }
 }

@@ -1,0 +1,83 @@
+//! [`FailFastFuture`]: one attempt through a [`FailFast`](super::FailFast) service.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use http::{Request, Response};
+use pin_project_lite::pin_project;
+use seawall::budget::Budget;
+use tower_service::Service;
+
+use crate::client::ReplayBody;
+use crate::client::overload::{overloaded_response, timed_out_response};
+use crate::client::retry::{BoxError, GaveUpError, LastOutcome, RetryFuture};
+
+pin_project! {
+    /// The future a [`FailFast`](super::FailFast) service returns: the call's one attempt, with
+    /// the give-up turned into what the caller above must see. Unboxed, like
+    /// [`RetryFuture`](crate::client::RetryFuture), which it wraps.
+    pub struct FailFastFuture<S, B, RB, Bu>
+    where
+        S: Service<Request<B>>,
+        Bu: Budget,
+    {
+        #[pin]
+        inner: RetryFuture<S, B, RB, Bu>,
+    }
+}
+
+impl<S, B, RB, Bu> FailFastFuture<S, B, RB, Bu>
+where
+    S: Service<Request<B>>,
+    Bu: Budget,
+{
+    pub(crate) fn new(inner: RetryFuture<S, B, RB, Bu>) -> Self {
+        FailFastFuture { inner }
+    }
+}
+
+/// What a fail-fast layer answers when its policy gave up: the explicit overload signal, or the
+/// failure as it is, for the owner above to retry within its own budget.
+fn answer<RB: Default>(e: GaveUpError<RB>) -> Result<Response<RB>, BoxError> {
+    if e.is_overloaded() {
+        return Ok(e.into_response());
+    }
+    let grpc = e.is_grpc();
+    match e.into_last() {
+        LastOutcome::Response(r) => Ok(r),
+        LastOutcome::Error(err) => Err(err),
+        LastOutcome::TimedOut => Ok(timed_out_response(grpc)),
+        _ => Ok(overloaded_response(grpc)),
+    }
+}
+
+impl<S, B, RB, Bu> Future for FailFastFuture<S, B, RB, Bu>
+where
+    S: Service<Request<B>, Response = Response<RB>> + Send + 'static,
+    S::Future: Send,
+    S::Error: Into<BoxError>,
+    B: ReplayBody + Send + 'static,
+    RB: Default + Send + 'static,
+    Bu: Budget + 'static,
+{
+    type Output = Result<Response<RB>, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Poll::Ready(match ready!(self.project().inner.poll(cx)) {
+            Ok(resp) => Ok(resp),
+            Err(e) => answer(e),
+        })
+    }
+}
+
+impl<S, B, RB, Bu> fmt::Debug for FailFastFuture<S, B, RB, Bu>
+where
+    S: Service<Request<B>>,
+    Bu: Budget,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FailFastFuture(..)")
+    }
+}
