@@ -53,14 +53,6 @@ impl<S, B> Sending<S, B>
 where
     S: Service<Request<B>>,
 {
-    /// An attempt that the policy allowed `at`.
-    #[inline]
-    pub(crate) fn new(attempt: &Attempt, at: Instant) -> Self {
-        let mut s = Self::idle();
-        s.arm(attempt, at);
-        s
-    }
-
     /// A placeholder, to be [`arm`](Self::arm)ed before it is polled.
     #[inline]
     pub(crate) fn idle() -> Self {
@@ -70,7 +62,7 @@ where
 
     /// Sets up the attempt that the policy allowed `at`.
     #[inline]
-    pub(crate) fn arm(&mut self, attempt: &Attempt, at: Instant) {
+    pub(crate) fn arm(self: Pin<&mut Self>, attempt: &Attempt, at: Instant) {
         let span = tracing::debug_span!(
             "seawall.client.attempt",
             seawall.attempt = attempt.number(),
@@ -79,7 +71,8 @@ where
         if attempt.is_retry() {
             span.record("http.request.resend_count", attempt.number() - 1);
         }
-        (self.span, self.timeout, self.at) = (span, attempt.timeout(), at);
+        let this = self.project();
+        (*this.span, *this.timeout, *this.at) = (span, attempt.timeout(), at);
     }
 
     /// Drives the attempt: `None` when it timed out.

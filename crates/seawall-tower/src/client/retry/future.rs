@@ -47,6 +47,8 @@ pin_project! {
         S: Service<Request<B>>,
         Bu: Budget,
     {
+        // Not polled yet: the call starts, and its clock is read, on the first poll.
+        Init { start: Option<(S, Arc<Shared<Bu>>, Request<B>)> },
         // The first attempt, in flight.
         First { ctx: Option<Ctx<S, B, RB, Bu>>, #[pin] sending: Sending<S, B> },
         // The policy refused the first attempt (deadline too close, circuit open, …).
@@ -61,27 +63,10 @@ where
     S: Service<Request<B>>,
     Bu: Budget,
 {
-    /// Starts the call and asks the policy for its first attempt, as tower services do their
-    /// per-call work in `call`: the clock is read once, here.
-    pub(crate) fn new(svc: S, shared: Arc<Shared<Bu>>, req: Request<B>) -> Self
-    where
-        B: ReplayBody,
-    {
-        // Built where it lies and then filled in: every move of the call's state is a copy.
-        let ctx = Some(Ctx::start(svc, shared, req));
-        let mut this = RetryFuture { state: State::First { ctx, sending: Sending::idle() } };
-        let State::First { ctx: Some(ctx), sending } = &mut this.state else {
-            unreachable!("built just above")
-        };
-        let at = ctx.started();
-        match ctx.begin(at) {
-            Ok(attempt) => sending.arm(&attempt, at),
-            Err(g) => {
-                let err = Some(ctx.give_up(g, LastOutcome::NotSent));
-                this.state = State::Refused { err };
-            }
-        }
-        this
+    /// A call of `req` through `svc`. It starts — the deadline's clock, the copy for a retry,
+    /// the policy's first decision — when the future is first polled.
+    pub(crate) fn new(svc: S, shared: Arc<Shared<Bu>>, req: Request<B>) -> Self {
+        RetryFuture { state: State::Init { start: Some((svc, shared, req)) } }
     }
 }
 
@@ -100,6 +85,25 @@ where
         let mut state = self.project().state;
         loop {
             match state.as_mut().project() {
+                StateProj::Init { start } => {
+                    let (svc, shared, req) = start.take().expect("polled after completion");
+                    // Built where it lies and then filled in: every move of the call's state is
+                    // a copy of it.
+                    let ctx = Some(Ctx::start(svc, shared, req));
+                    state.set(State::First { ctx, sending: Sending::idle() });
+                    let StateProj::First { ctx: Some(c), sending } = state.as_mut().project()
+                    else {
+                        unreachable!("set just above")
+                    };
+                    let at = c.started();
+                    match c.begin(at) {
+                        Ok(attempt) => sending.arm(&attempt, at),
+                        Err(g) => {
+                            let err = Some(c.give_up(g, LastOutcome::NotSent));
+                            state.set(State::Refused { err });
+                        }
+                    }
+                }
                 StateProj::Refused { err } => {
                     let e = err.take().expect("polled after completion");
                     state.set(State::Done);
@@ -150,7 +154,8 @@ where
             Ok(a) => a,
             Err(g) => return Err(ctx.give_up(g, last)),
         };
-        let mut sending = std::pin::pin!(Sending::new(&attempt, at));
+        let mut sending = std::pin::pin!(Sending::idle());
+        sending.as_mut().arm(&attempt, at);
         let sent = std::future::poll_fn(|cx| {
             let ctx = &mut ctx;
             sending.as_mut().poll_send(&mut ctx.svc, &mut ctx.next, cx)
