@@ -5,14 +5,19 @@
 //! [`seawall::policy::RetryPolicy`] and the engine only schedules what it answers. A preset is
 //! the set of knobs that differ between "before" and "after" in the seeds.
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use seawall::backoff::{Backoff, Jitter};
-use seawall::budget::{AnyBudget, GrpcThrottle, Unlimited};
+use seawall::budget::{
+    AdaptiveThrottle, AnyBudget, AwsRetryQuota, EnvoyRetryBudget, GrpcThrottle, RatioBudget,
+    Unlimited,
+};
 use seawall::policy::{PolicyConfig, RetryPolicy};
 
 use crate::error::Error;
-use crate::scenario::{BackoffKind, BudgetKind, PolicyOverride};
+use crate::scenario::{BackoffKind, BudgetKind, ClientOverride, PolicyOverride};
 
 /// The preset names, in the order `--list` shows them.
 pub const PRESETS: [&str; 6] = ["naive", "fixed", "exponential", "jitter", "budget", "seawall"];
@@ -44,6 +49,21 @@ pub struct PolicySpec {
     pub server_protection: bool,
     /// Replaces herds' spread (reconnect jitter), seconds.
     pub herd_spread_s: Option<f64>,
+    /// The edge client's own settings, replacing the ones above for layer 0.
+    pub edge_client: Option<ClientOverride>,
+    /// Tier clients' own settings by calling tier, replacing the ones above for that layer.
+    pub tier_clients: BTreeMap<String, ClientOverride>,
+}
+
+/// A duration field in milliseconds, range-checked before `Duration` could panic on it.
+fn ms(v: Option<f64>, field: &str, lo: f64) -> Result<Option<Duration>, Error> {
+    match v {
+        None => Ok(None),
+        Some(x) if x.is_finite() && (lo..=3_600_000.0).contains(&x) => {
+            Ok(Some(Duration::from_secs_f64(x / 1000.0)))
+        }
+        Some(x) => Err(Error::invalid(field, format!("in [{lo}, 3600000] ms"), x)),
+    }
 }
 
 impl PolicySpec {
@@ -72,6 +92,8 @@ impl PolicySpec {
             pushback: false,
             server_protection: false,
             herd_spread_s: None,
+            edge_client: None,
+            tier_clients: BTreeMap::new(),
         };
         match name {
             "naive" => {}
@@ -103,14 +125,8 @@ impl PolicySpec {
 
     /// Applies a scenario's adjustments; `field` prefixes error messages.
     pub(crate) fn apply(mut self, o: &PolicyOverride, field: &str) -> Result<Self, Error> {
-        let dur = |v: Option<f64>, key: &str, cur: Duration| -> Result<Duration, Error> {
-            match v {
-                None => Ok(cur),
-                Some(x) if x.is_finite() && (0.0..=3_600_000.0).contains(&x) => {
-                    Ok(Duration::from_secs_f64(x / 1000.0))
-                }
-                Some(x) => Err(Error::invalid(format!("{field}.{key}"), "in [0, 3600000] ms", x)),
-            }
+        let dur = |v: Option<f64>, key: &str, cur: Duration| {
+            Ok::<_, Error>(ms(v, &format!("{field}.{key}"), 0.0)?.unwrap_or(cur))
         };
         if let Some(a) = o.attempts {
             if !(1..=seawall::policy::MAX_ATTEMPTS).contains(&a) {
@@ -133,7 +149,38 @@ impl PolicySpec {
             }
             self.herd_spread_s = Some(s);
         }
+        self.edge_client = o.edge.clone().or(self.edge_client);
+        self.tier_clients.extend(o.tier.iter().map(|(k, v)| (k.clone(), v.clone())));
         Ok(self)
+    }
+
+    /// The settings of one client layer: this policy with the layer's own `client` settings (if
+    /// any) applied, and its per-try timeout (`timeout_ms` of the tier or edge unless the client
+    /// settings replace it). `field` (e.g. `policies.P.tier.app`) prefixes errors, which come
+    /// from the core's own constructors, so a layer is checked exactly as it will run.
+    pub(crate) fn for_client(
+        &self,
+        client: Option<&ClientOverride>,
+        timeout_ms: Option<f64>,
+        field: &str,
+    ) -> Result<(Cow<'_, PolicySpec>, Option<Duration>), Error> {
+        let Some(c) = client else {
+            let timeout = timeout_ms.map(|ms| Duration::from_secs_f64(ms / 1000.0));
+            return Ok((Cow::Borrowed(self), timeout));
+        };
+        let mut p = self.clone();
+        p.name = field.strip_prefix("policies.").unwrap_or(field).to_string();
+        p.attempts = c.attempts.unwrap_or(p.attempts);
+        p.backoff = c.backoff.unwrap_or(p.backoff);
+        p.base = ms(c.base_ms, &format!("{field}.base_ms"), 0.0)?.unwrap_or(p.base);
+        p.cap = ms(c.cap_ms, &format!("{field}.cap_ms"), 0.0)?.unwrap_or(p.cap);
+        p.budget = c.budget.unwrap_or(p.budget);
+        let own = ms(c.timeout_ms, &format!("{field}.timeout_ms"), 1.0)?;
+        let timeout = own.or_else(|| timeout_ms.map(|ms| Duration::from_secs_f64(ms / 1000.0)));
+        // Build it as a retrying owner: the core's constructors check every value even where
+        // the run will make this layer fail fast.
+        p.build(true, true, timeout, 0)?;
+        Ok((Cow::Owned(p), timeout))
     }
 
     fn backoff_value(&self) -> Result<Backoff, Error> {
@@ -171,8 +218,13 @@ impl PolicySpec {
             cfg = cfg.with_per_try_timeout(t).map_err(cfg_err)?;
         }
         let budget = match self.budget {
-            BudgetKind::Grpc if retries => AnyBudget::Grpc(GrpcThrottle::default()),
-            _ => AnyBudget::Unlimited(Unlimited),
+            _ if !retries => AnyBudget::Unlimited(Unlimited),
+            BudgetKind::None => AnyBudget::Unlimited(Unlimited),
+            BudgetKind::Grpc => AnyBudget::Grpc(GrpcThrottle::default()),
+            BudgetKind::Aws => AnyBudget::Aws(AwsRetryQuota::default()),
+            BudgetKind::Ratio => AnyBudget::Ratio(RatioBudget::default()),
+            BudgetKind::Envoy => AnyBudget::Envoy(EnvoyRetryBudget::default()),
+            BudgetKind::Adaptive => AnyBudget::Adaptive(AdaptiveThrottle::default()),
         };
         Ok(RetryPolicy::new(cfg, budget).with_seed(seed))
     }

@@ -102,29 +102,36 @@ pub(crate) struct Sim<'a> {
     events: u64,
     /// Each layer's per-try timeout in nanoseconds (timers with it go to a calendar lane).
     per_try: Vec<Option<u64>>,
-    /// Backoff waits repeat exactly (no jitter), so retry timers go to calendar lanes.
+    /// Every layer's backoff waits repeat exactly (no jitter), so retry timers go to calendar
+    /// lanes.
     fixed_waits: bool,
 }
 
 impl<'a> Sim<'a> {
-    /// Builds the tiers and one real policy per client layer. The same seed gives every policy
+    /// Builds the tiers and one real policy per client layer (with that layer's own client
+    /// settings, if the policy has any; `Scenario::parse` checked them). The same seed gives every policy
     /// the same arrivals and service draws (common random numbers), so differences between
     /// policies are the policies'.
     pub(crate) fn new(sc: &'a Scenario, spec: &'a PolicySpec, seed: u64) -> Result<Self, Error> {
         let n = sc.tiers.len();
         let mut layers = Vec::with_capacity(n);
         let mut owner_taken = false;
+        let mut fixed_waits = true;
         for layer in 0..n {
-            let (retries, timeout) = if layer == 0 {
-                (sc.edge.retries, sc.edge.timeout_ms)
+            let (retries, timeout, client, field) = if layer == 0 {
+                (sc.edge.retries, sc.edge.timeout_ms, spec.edge_client.as_ref(), "edge".into())
             } else {
-                (sc.tiers[layer - 1].retries, sc.tiers[layer - 1].timeout_ms)
+                let t = &sc.tiers[layer - 1];
+                let field = format!("tier.{}", t.name);
+                (t.retries, t.timeout_ms, spec.tier_clients.get(&t.name), field)
             };
             let owner = retries && !owner_taken;
             owner_taken |= retries;
-            let timeout = timeout.map(|ms| std::time::Duration::from_secs_f64(ms / 1000.0));
+            let field = format!("policies.{}.{field}", spec.name);
+            let (lspec, timeout) = spec.for_client(client, timeout, &field)?;
+            fixed_waits &= matches!(lspec.backoff, BackoffKind::None | BackoffKind::Constant);
             let layer_seed = splitmix64(seed ^ splitmix64(0x5EA_0000 + layer as u64));
-            layers.push(spec.build(retries, owner, timeout, layer_seed)?);
+            layers.push(lspec.build(retries, owner, timeout, layer_seed)?);
         }
         let secs = sc.duration_s.ceil() as usize;
         let arrivals_end = (sc.duration_s * 1e9) as u64;
@@ -149,7 +156,7 @@ impl<'a> Sim<'a> {
                 .iter()
                 .map(|p| p.config().per_try_timeout().map(|t| t.as_nanos() as u64))
                 .collect(),
-            fixed_waits: matches!(spec.backoff, BackoffKind::None | BackoffKind::Constant),
+            fixed_waits,
             layers,
         })
     }

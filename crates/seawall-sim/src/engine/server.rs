@@ -1,5 +1,5 @@
 //! One tier's server side: workers, two FIFO queues (first attempts, retries), the load that
-//! degrades service, and the faults that hit it.
+//! degrades service (arrival rate or work in the system), and the faults that hit it.
 
 use std::collections::VecDeque;
 
@@ -102,9 +102,10 @@ impl Server {
         }
     }
 
-    /// Counts an arrival toward the load that degrades service.
+    /// Counts an arrival toward the load that degrades service (only an arrival-rate trigger
+    /// needs the count).
     pub(crate) fn note_arrival(&mut self, now: u64) {
-        if self.degrade.is_some() {
+        if self.degrade.is_some_and(|d| d.above_rps.is_some()) {
             self.advance(now);
             self.ring[(self.ring_slot % 10) as usize] += 1;
             self.ring_sum += 1;
@@ -144,12 +145,27 @@ impl Server {
             }
         }
         if let Some(d) = self.degrade {
-            self.advance(now);
-            if f64::from(self.ring_sum) > d.above_rps {
-                factor *= d.factor;
-            }
+            factor *= self.load_factor(&d, now);
         }
         (dist.sample(rng) * factor) as u64
+    }
+
+    /// The degrade slowdown for a request starting now (which `busy` already counts).
+    fn load_factor(&mut self, d: &Degrade, now: u64) -> f64 {
+        if let Some(rps) = d.above_rps {
+            self.advance(now);
+            return if f64::from(self.ring_sum) > rps { d.factor } else { 1.0 };
+        }
+        let Some(above) = d.above_in_system else { return 1.0 };
+        let n = self.queued + self.busy;
+        match d.full_in_system {
+            None if n > above => d.factor,
+            None => 1.0,
+            Some(full) => {
+                let over = (f64::from(n) - f64::from(above)) / f64::from(full - above);
+                1.0 + (d.factor - 1.0) * over.clamp(0.0, 1.0)
+            }
+        }
     }
 
     /// The front of each queue (first attempts, retries), dropping entries for which `live` is

@@ -1,9 +1,11 @@
 //! Scenarios: the TOML schema, strict loading with `--set` overrides, and validation.
 
 mod overrides;
+mod policies;
 mod schema;
 mod validate;
 
+pub use policies::*;
 pub use schema::*;
 
 use crate::error::Error;
@@ -60,7 +62,29 @@ impl Scenario {
             Error::invalid(format!("policies.{name}.base"), format!("one of {PRESETS:?}"), base)
         })?;
         spec.name = name.to_string();
-        spec.apply(o, &format!("policies.{name}"))
+        let spec = spec.apply(o, &format!("policies.{name}"))?;
+        self.check_clients(name, &spec)?;
+        Ok(spec)
+    }
+
+    /// Checks a policy's per-layer client settings: each names a tier that calls another, and
+    /// builds through the core's constructors.
+    fn check_clients(&self, name: &str, spec: &PolicySpec) -> Result<(), Error> {
+        let field = format!("policies.{name}");
+        if let Some(c) = &spec.edge_client {
+            spec.for_client(Some(c), self.edge.timeout_ms, &format!("{field}.edge"))?;
+        }
+        let callers = &self.tiers[..self.tiers.len().saturating_sub(1)];
+        for (tier, c) in &spec.tier_clients {
+            let f = format!("{field}.tier.{tier}");
+            let Some(t) = callers.iter().find(|t| &t.name == tier) else {
+                let names: Vec<&str> = callers.iter().map(|t| t.name.as_str()).collect();
+                let what = format!("a tier that calls another, one of {names:?}");
+                return Err(Error::invalid(f, what, tier));
+            };
+            spec.for_client(Some(c), t.timeout_ms, &f)?;
+        }
+        Ok(())
     }
 
     /// The policy called `name`: the scenario's own definition (over its base preset) if it has

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::policies::PolicyOverride;
+
 /// A whole scenario file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -135,7 +137,8 @@ pub struct Tier {
     /// Local service time.
     #[serde(default)]
     pub service: Service,
-    /// Slowdown above a load threshold (Bronson et al.: ~10× above 300 QPS).
+    /// Slowdown under load: above an arrival rate (Bronson et al.: ~10× above 300 QPS) or above
+    /// an amount of work in the system.
     #[serde(default)]
     pub degrade: Option<Degrade>,
     /// Per-attempt timeout of this tier's client of the next tier, milliseconds.
@@ -170,12 +173,28 @@ pub struct Service {
     pub p99_ms: Option<f64>,
 }
 
-/// Service slows by `factor` while the arrival rate over the last second exceeds `above_rps`.
+/// Service slows by `factor` under load. Exactly one trigger is set:
+///
+/// - `above_rps`: while arrivals over the last second (shed ones included) exceed it — Bronson
+///   et al.'s "an order of magnitude slower above 300 QPS", a database that thrashes on what it
+///   is *offered*;
+/// - `above_in_system`: while the work in the system (queued + in service, counting the request
+///   starting) exceeds it — a server that slows on what it *holds*, which admission control
+///   bounds. With `full_in_system` the slowdown ramps linearly from 1× at `above_in_system` to
+///   `factor` at `full_in_system` instead of stepping.
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Degrade {
-    /// Load threshold, arrivals per second.
-    pub above_rps: f64,
+    /// Arrival-rate trigger, arrivals per second.
+    #[serde(default)]
+    pub above_rps: Option<f64>,
+    /// Work-in-system trigger, requests queued plus in service.
+    #[serde(default)]
+    pub above_in_system: Option<u32>,
+    /// Work in system at which the full `factor` applies (a linear ramp from
+    /// `above_in_system`); absent: a step at `above_in_system`.
+    #[serde(default)]
+    pub full_in_system: Option<u32>,
     /// Slowdown factor.
     pub factor: f64,
 }
@@ -232,58 +251,4 @@ pub struct FaultSpec {
     /// Restart: service-time factor while cold.
     #[serde(default)]
     pub cold_factor: Option<f64>,
-}
-
-/// Backoff shape of a policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BackoffKind {
-    /// Retry at once.
-    None,
-    /// A flat `base_ms`.
-    Constant,
-    /// `base_ms · 2^(retry-1)`, capped, no jitter.
-    Exponential,
-    /// Full jitter under the exponential ceiling.
-    FullJitter,
-}
-
-/// Budget of a policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BudgetKind {
-    /// Unlimited retries within the attempt cap.
-    None,
-    /// gRFC A6 token bucket (`seawall::budget::GrpcThrottle`).
-    Grpc,
-}
-
-/// A scenario's policy: every field optional, applied over `base` (a preset).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PolicyOverride {
-    /// The preset to start from (default: the preset of the same name).
-    pub base: Option<String>,
-    /// Attempts per call including the first.
-    pub attempts: Option<u32>,
-    /// Backoff shape.
-    pub backoff: Option<BackoffKind>,
-    /// Backoff base, milliseconds.
-    pub base_ms: Option<f64>,
-    /// Backoff cap, milliseconds.
-    pub cap_ms: Option<f64>,
-    /// Retry budget.
-    pub budget: Option<BudgetKind>,
-    /// Only the top retrying layer retries; the others fail fast.
-    pub single_owner: Option<bool>,
-    /// Lower tiers receive the edge deadline.
-    pub deadline_propagation: Option<bool>,
-    /// A timed-out attempt is cancelled downstream.
-    pub cancellation: Option<bool>,
-    /// Give-ups are passed upward as "overloaded; don't retry".
-    pub pushback: Option<bool>,
-    /// Servers serve first attempts first, shed retries when the queue is long, drop doomed work.
-    pub server_protection: Option<bool>,
-    /// Replaces every herd's spread (the clients' reconnect jitter), seconds.
-    pub herd_spread_s: Option<f64>,
 }

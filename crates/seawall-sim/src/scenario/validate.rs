@@ -1,7 +1,7 @@
 //! Range and consistency checks of a parsed scenario, so the engine never sees a NaN rate or a
 //! fault on a tier that does not exist.
 
-use super::schema::{FaultKind, Scenario, Service};
+use super::schema::{Degrade, FaultKind, Scenario, Service};
 use crate::error::Error;
 
 fn num(field: &str, v: f64, lo: f64, hi: f64) -> Result<(), Error> {
@@ -21,6 +21,35 @@ fn service(field: &str, s: &Service) -> Result<(), Error> {
             num(&format!("{field}.p99_ms"), p99, p50, 3_600_000.0)
         }
         _ => Err(Error::invalid(field, "both p50_ms and p99_ms, or neither", "only one")),
+    }
+}
+
+fn degrade(field: &str, d: &Degrade) -> Result<(), Error> {
+    num(&format!("{field}.factor"), d.factor, 1.0, 1000.0)?;
+    match (d.above_rps, d.above_in_system, d.full_in_system) {
+        (Some(rps), None, None) => num(&format!("{field}.above_rps"), rps, 0.0, 1e9),
+        (None, Some(n), full) => {
+            num(&format!("{field}.above_in_system"), f64::from(n), 0.0, 1e9)?;
+            match full {
+                Some(m) if m <= n => Err(Error::invalid(
+                    format!("{field}.full_in_system"),
+                    format!("more than above_in_system ({n})"),
+                    m,
+                )),
+                _ => Ok(()),
+            }
+        }
+        (Some(_), Some(_), _) => {
+            Err(Error::invalid(field, "one trigger: above_rps or above_in_system", "both"))
+        }
+        (Some(_), None, Some(_)) => Err(Error::invalid(
+            format!("{field}.full_in_system"),
+            "only with above_in_system",
+            "above_rps",
+        )),
+        (None, None, _) => {
+            Err(Error::invalid(field, "one trigger: above_rps or above_in_system", "neither"))
+        }
     }
 }
 
@@ -73,8 +102,7 @@ pub(super) fn check(s: &Scenario) -> Result<(), Error> {
         num(&format!("{f}.queue_limit"), f64::from(t.queue_limit), 0.0, 100_000_000.0)?;
         service(&format!("{f}.service"), &t.service)?;
         if let Some(d) = &t.degrade {
-            num(&format!("{f}.degrade.above_rps"), d.above_rps, 0.0, 1e9)?;
-            num(&format!("{f}.degrade.factor"), d.factor, 1.0, 1000.0)?;
+            degrade(&format!("{f}.degrade"), d)?;
         }
         let bottom = i + 1 == s.tiers.len();
         match t.timeout_ms {

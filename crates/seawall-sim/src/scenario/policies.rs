@@ -1,0 +1,98 @@
+//! The schema of `[policies.NAME]`: a policy defined or adjusted by a scenario, and its optional
+//! per-client-layer settings (`[policies.NAME.edge]`, `[policies.NAME.tier.TIER]`).
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// Backoff shape of a policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BackoffKind {
+    /// Retry at once.
+    None,
+    /// A flat `base_ms`.
+    Constant,
+    /// `base_ms · 2^(retry-1)`, capped, no jitter.
+    Exponential,
+    /// Full jitter under the exponential ceiling.
+    FullJitter,
+}
+
+/// Budget of a policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BudgetKind {
+    /// Unlimited retries within the attempt cap.
+    None,
+    /// gRFC A6 token bucket (`seawall::budget::GrpcThrottle`, 10 tokens, ratio 0.1).
+    Grpc,
+    /// AWS SDK retry quota (`seawall::budget::AwsRetryQuota`, its defaults).
+    Aws,
+    /// Retries at most a ratio of requests over a sliding window (`seawall::budget::RatioBudget`,
+    /// Finagle / Google 10 %).
+    Ratio,
+    /// Envoy's concurrent-retry budget (`seawall::budget::EnvoyRetryBudget`, 20 %, min 3).
+    Envoy,
+    /// Google SRE adaptive client throttling (`seawall::budget::AdaptiveThrottle`, k = 2).
+    Adaptive,
+}
+
+/// A scenario's policy: every field optional, applied over `base` (a preset).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyOverride {
+    /// The preset to start from (default: the preset of the same name).
+    pub base: Option<String>,
+    /// Attempts per call including the first.
+    pub attempts: Option<u32>,
+    /// Backoff shape.
+    pub backoff: Option<BackoffKind>,
+    /// Backoff base, milliseconds.
+    pub base_ms: Option<f64>,
+    /// Backoff cap, milliseconds.
+    pub cap_ms: Option<f64>,
+    /// Retry budget of every retrying layer.
+    pub budget: Option<BudgetKind>,
+    /// Only the top retrying layer retries; the others fail fast.
+    pub single_owner: Option<bool>,
+    /// Lower tiers receive the edge deadline.
+    pub deadline_propagation: Option<bool>,
+    /// A timed-out attempt is cancelled downstream.
+    pub cancellation: Option<bool>,
+    /// Give-ups are passed upward as "overloaded; don't retry".
+    pub pushback: Option<bool>,
+    /// Servers serve first attempts first, shed retries when the queue is long, drop doomed work.
+    pub server_protection: Option<bool>,
+    /// Replaces every herd's spread (the clients' reconnect jitter), seconds.
+    pub herd_spread_s: Option<f64>,
+    /// The edge client's own settings under this policy (`[policies.NAME.edge]`).
+    pub edge: Option<ClientOverride>,
+    /// Tier clients' own settings under this policy, by the calling tier's name
+    /// (`[policies.NAME.tier.TIER]`: that tier's client of the next tier).
+    #[serde(default)]
+    pub tier: BTreeMap<String, ClientOverride>,
+}
+
+/// One client layer's own settings under a policy, replacing the policy's for that layer only:
+/// how a path whose places are configured differently (an app with 3 plain attempts over an
+/// Envoy with 3 jittered ones over a gRPC client with 4 and a throttling budget) runs as it is.
+///
+/// Whether the layer retries at all (`retries` of the tier or edge) and who owns retries under
+/// `single_owner` do not change.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientOverride {
+    /// Attempts per call including the first.
+    pub attempts: Option<u32>,
+    /// Backoff shape.
+    pub backoff: Option<BackoffKind>,
+    /// Backoff base, milliseconds.
+    pub base_ms: Option<f64>,
+    /// Backoff cap, milliseconds.
+    pub cap_ms: Option<f64>,
+    /// Retry budget of this layer.
+    pub budget: Option<BudgetKind>,
+    /// Per-attempt timeout, milliseconds (replaces the tier's or edge's `timeout_ms`).
+    pub timeout_ms: Option<f64>,
+}
