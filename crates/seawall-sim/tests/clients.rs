@@ -138,3 +138,18 @@ fn set_reaches_layer_settings() {
     let r = simulate(&s, &["as-configured".to_string()], 3, &mut |_, _| {}).unwrap();
     assert_eq!(r.runs[0].peak_amplification, 36.0);
 }
+
+#[test]
+fn every_budget_kind_runs_at_a_layer() {
+    for kind in ["grpc", "aws", "ratio", "envoy", "adaptive"] {
+        let text = CHAIN.replace("budget = \"none\"", &format!("budget = \"{kind}\""));
+        let (s, r) = run(&text, "as-configured");
+        let a = amplification_during_fault(&s, &r);
+        // A retry budget can only take the bottom layer's second attempt away; adaptive
+        // throttling also refuses first attempts locally (SRE book, ch. 21), so it cuts deeper.
+        let floor = if kind == "adaptive" { 1.0 } else { 12.0 };
+        assert!(a >= floor && a <= 24.0, "{kind}: {a}");
+        // Adaptive throttling remembers two minutes of failures, longer than this run.
+        assert!(r.recovered || kind == "adaptive", "{kind}");
+    }
+}
