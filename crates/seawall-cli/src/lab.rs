@@ -46,6 +46,16 @@ pub(crate) struct Args {
     /// Seed for jitter.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// redis://HOST:PORT[#KEY]: every tier's retry policy follows this fleet switch (key
+    /// `seawall:retries` unless #KEY is given), so `seawall escape --redis` can act on the lab.
+    #[arg(long, value_name = "URL")]
+    fleet: Option<String>,
+    /// Keep the stack up, under load, for this many seconds after the fault ends (sets
+    /// --duration to --at + the fault + HOLD; still at most 600 s), so an external tool —
+    /// `seawall detect`, `seawall escape` — can act on its post-fault state. The node URLs are
+    /// printed when each stack is up and written to OUT/nodes.json.
+    #[arg(long, value_name = "SECONDS")]
+    hold: Option<f64>,
     /// Write results.json (measured), sim.json (predicted) and report.html (both) here.
     #[arg(long, default_value = "lab-report")]
     out: PathBuf,
@@ -83,6 +93,11 @@ fn params(args: &Args) -> anyhow::Result<LabParams> {
         "none" => None,
         f => Some(f.parse::<FaultSpec>()?),
     };
+    let at = seconds("--at", args.at)?;
+    let duration = match args.hold {
+        Some(h) => at + fault.map_or(Duration::ZERO, |f| f.duration) + seconds("--hold", h)?,
+        None => seconds("--duration", args.duration)?,
+    };
     let p = LabParams {
         stacks,
         rate: args.rate,
@@ -90,11 +105,13 @@ fn params(args: &Args) -> anyhow::Result<LabParams> {
         capacity: args.capacity,
         workers: args.workers,
         fault,
-        at: seconds("--at", args.at)?,
-        duration: seconds("--duration", args.duration)?,
+        at,
+        duration,
         deadline: Duration::from_millis(args.deadline_ms),
         backend: args.backend.clone(),
         seed: args.seed,
+        fleet: args.fleet.clone(),
+        nodes_file: Some(args.out.join("nodes.json")),
     };
     p.validate()?;
     Ok(p)
@@ -102,10 +119,17 @@ fn params(args: &Args) -> anyhow::Result<LabParams> {
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let params = params(&args)?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
     let exe = std::env::current_exe().context("locating the seawall binary")?;
     let launcher = Launcher::Process { exe, args: vec!["lab-node".into()] };
     let Some(out) = seawall_lab::run_lab_blocking(&params, &launcher, |c| {
-        eprintln!("seawall lab: running {c} for {:?}", params.duration);
+        if c.parse::<Stack>().is_ok() {
+            eprintln!("seawall lab: running {c} for {:?}", params.duration);
+        } else {
+            // The stack is up: its nodes' metrics and admin URLs (also in OUT/nodes.json).
+            eprint!("{c}");
+        }
     })?
     else {
         eprintln!("seawall lab: interrupted; every node stopped");

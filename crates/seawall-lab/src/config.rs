@@ -149,6 +149,15 @@ pub struct LabParams {
     pub backend: Option<String>,
     /// Seed for the jitter and the load generator.
     pub seed: u64,
+    /// `redis://HOST:PORT[/DB][#KEY]`: every tier's retry policy follows this fleet switch
+    /// (`seawall_tower::client::fleet::follow`, key `seawall:retries` unless `#KEY` is given), so
+    /// `seawall escape --redis` can turn retries off across the lab.
+    #[serde(default)]
+    pub fleet: Option<String>,
+    /// Where to write each running stack's node URLs (see [`crate::run::NodeInfo`]) as soon as
+    /// the stack is up, so an external tool (`seawall detect`, `seawall escape`) can find them.
+    #[serde(default)]
+    pub nodes_file: Option<std::path::PathBuf>,
 }
 
 impl Default for LabParams {
@@ -168,6 +177,8 @@ impl Default for LabParams {
             deadline: Duration::from_secs(1),
             backend: None,
             seed: 1,
+            fleet: None,
+            nodes_file: None,
         }
     }
 }
@@ -227,6 +238,14 @@ impl LabParams {
             return Err(LabError::bad_input(
                 "--backend",
                 format!("expected postgres://…, got {b:?}"),
+            ));
+        }
+        if let Some(f) = &self.fleet
+            && !f.starts_with("redis://")
+        {
+            return Err(LabError::bad_input(
+                "--fleet",
+                format!("expected redis://HOST:PORT[#KEY], got {f:?}"),
             ));
         }
         if self.backend.is_some() {

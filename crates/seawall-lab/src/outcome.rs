@@ -104,7 +104,8 @@ async fn run_all(
             tokio::time::sleep(SETTLE).await;
         }
         progress(stack.as_str());
-        let m = run_stack(params, stack, launcher, pg).await?;
+        let m =
+            run_stack(params, stack, launcher, pg, &mut |info| progress(&info.describe())).await?;
         let (run, f) = to_run(params, &m);
         runs.push(run);
         figures.push(f);

@@ -28,6 +28,90 @@ pub struct Measured {
     pub pg: Vec<PgSample>,
 }
 
+/// Where a running node can be reached: what `seawall detect --scrape` and `seawall escape
+/// --admission-url` take. Written to [`LabParams::nodes_file`] when a stack is up.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NodeInfo {
+    /// Which tier (or `postgres` for the order service's pool).
+    pub role: String,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    /// Prometheus page: `seawall_client_*` (tiers) and `seawall_server_*` (every node).
+    pub metrics: String,
+    /// The admission knob: `GET` → `{"admit_percent":N}`, `POST ?percent=N`.
+    pub admission: String,
+    /// `POST ?older_than_ms=N` drops queued work older than N ms (the dependency only).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub flush: Option<String>,
+}
+
+/// The running stack of one configuration, as written to [`LabParams::nodes_file`].
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StackInfo {
+    /// `baseline` or `seawall`.
+    pub stack: String,
+    /// The fleet switch the tiers follow, if any (`redis://…[#KEY]`).
+    pub fleet: Option<String>,
+    /// Seconds after the load starts that the fault starts, and how long it lasts.
+    pub fault_at_s: Option<f64>,
+    /// How long the fault lasts, seconds.
+    pub fault_s: Option<f64>,
+    /// How long the load runs, seconds (the stack goes down after it).
+    pub duration_s: f64,
+    /// Top (edge) first.
+    pub nodes: Vec<NodeInfo>,
+}
+
+impl StackInfo {
+    /// The stack at `urls` (top first) for `params`.
+    pub fn new(params: &LabParams, stack: Stack, urls: &[String]) -> Self {
+        let nodes = urls
+            .iter()
+            .zip(Role::ALL)
+            .map(|(u, role)| NodeInfo {
+                role: role.as_str().to_string(),
+                url: u.clone(),
+                metrics: format!("{u}/metrics"),
+                admission: format!("{u}{}", crate::node::protect::ADMISSION_PATH),
+                flush: (role == Role::Dependency).then(|| format!("{u}/admin/flush")),
+            })
+            .collect();
+        StackInfo {
+            stack: stack.as_str().to_string(),
+            fleet: params.fleet.clone(),
+            fault_at_s: params.fault.map(|_| params.at.as_secs_f64()),
+            fault_s: params.fault.map(|f| f.duration.as_secs_f64()),
+            duration_s: params.duration.as_secs_f64(),
+            nodes,
+        }
+    }
+
+    /// The metrics URLs, edge first: `seawall detect --scrape …` / `seawall escape --scrape …`.
+    pub fn scrape_urls(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.metrics.clone()).collect()
+    }
+
+    /// Human-readable lines: each node's metrics and admin URLs, and the commands to point at
+    /// them.
+    pub fn describe(&self) -> String {
+        let mut out = format!("seawall lab: {} stack is up\n", self.stack);
+        for n in &self.nodes {
+            out.push_str(&format!(
+                "  {:<10} metrics {}  admission {}{}\n",
+                n.role,
+                n.metrics,
+                n.admission,
+                n.flush.as_ref().map_or(String::new(), |f| format!("  flush {f}"))
+            ));
+        }
+        out.push_str(&format!(
+            "  detect: seawall detect --scrape {}\n",
+            self.scrape_urls().join(" ")
+        ));
+        out
+    }
+}
+
 /// Extra time a node may live beyond the run (start-up, drain), after which it exits by itself.
 const NODE_GRACE: Duration = Duration::from_secs(30);
 
@@ -58,14 +142,27 @@ pub async fn start_stack(
 
 /// Runs `stack` under `params` and returns the measurements. Every node is stopped on return,
 /// on error, and if the future is dropped (Ctrl-C). `pg` is the PostgreSQL backend, if any.
+///
+/// Once the stack is up, its [`StackInfo`] is handed to `announce` and written to
+/// [`LabParams::nodes_file`] (if set).
 pub async fn run_stack(
     params: &LabParams,
     stack: Stack,
     launcher: &Launcher,
     pg: Option<&PgLab>,
+    announce: &mut dyn FnMut(&StackInfo),
 ) -> Result<Measured, LabError> {
     let nodes = start_stack(params, stack, launcher, pg).await?;
     let urls: Vec<String> = nodes.iter().map(NodeHandle::url).collect();
+    let info = StackInfo::new(params, stack, &urls);
+    if let Some(path) = &params.nodes_file {
+        let json = serde_json::to_string_pretty(&info).expect("serializes");
+        // Written whole, then renamed, so a tool polling for the file never reads half of it.
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, json)?;
+        std::fs::rename(&tmp, path)?;
+    }
+    announce(&info);
     // The order service (third node) reports its PostgreSQL pool as the bottom tier.
     let backend_of = pg.map(|_| urls[2].clone());
     let admin = Admin::default();

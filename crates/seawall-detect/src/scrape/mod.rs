@@ -110,6 +110,9 @@ pub struct Scraper {
     timeout: Duration,
     first: Instant,
     last: Instant,
+    /// When the last scrape was attempted, good or not: the next waits `every` from here, so a
+    /// target that is down is retried once an interval, not in a busy loop.
+    tried: Instant,
     prev: Vec<Totals>,
 }
 
@@ -127,10 +130,20 @@ impl Scraper {
             Client::builder(TokioExecutor::new()).build(HttpConnector::new())
         };
         let now = Instant::now();
-        let mut s = Scraper { rt, http, urls, timeout, first: now, last: now, prev: Vec::new() };
+        let mut s = Scraper {
+            rt,
+            http,
+            urls,
+            timeout,
+            first: now,
+            last: now,
+            tried: now,
+            prev: Vec::new(),
+        };
         s.prev = s.scrape_all()?;
         s.first = Instant::now();
         s.last = s.first;
+        s.tried = s.first;
         Ok(s)
     }
 
@@ -142,8 +155,9 @@ impl Scraper {
     /// Waits until `every` has passed since the last scrape, scrapes every target, and returns
     /// the interval's rates. On error the last good page is kept for the next interval.
     pub fn next_interval(&mut self, every: Duration) -> Result<Interval, ScrapeError> {
-        let due = self.last + every;
+        let due = self.tried + every;
         std::thread::sleep(due.saturating_duration_since(Instant::now()));
+        self.tried = Instant::now();
         let cur = self.scrape_all()?;
         let now = Instant::now();
         // A zero interval would divide by zero; a millisecond is below any real interval.

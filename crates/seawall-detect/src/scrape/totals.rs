@@ -115,7 +115,9 @@ pub fn rates(url: &str, prev: &Totals, cur: &Totals, dt: f64) -> TargetRates {
 ///   calls its client layer started;
 /// - dependency rate: requests arriving at the last target (its server metrics), or else the
 ///   attempts the last target's client layer sends on — so a path may end at the deepest
-///   service that exports metrics, with the dependency itself unscraped;
+///   service that exports metrics, with the dependency itself unscraped; never less than the
+///   attempts the target before it sent (a server does not count requests abandoned while
+///   they waited);
 /// - goodput: the first target's server goodput, or else its client's successful calls;
 /// - queue age: the oldest queued request anywhere; refusals: summed over the targets.
 pub fn fold(t: f64, targets: &[TargetRates], prev: &[Totals], cur: &[Totals], dt: f64) -> Sample {
@@ -127,12 +129,19 @@ pub fn fold(t: f64, targets: &[TargetRates], prev: &[Totals], cur: &[Totals], dt
         delta(prev.get(i).and_then(f), cur.get(i).and_then(f)).map(|d| d / dt)
     };
     let client_attempts = rate(n - 1, |x| x.attempts);
+    // What the caller just above the last target sent it: a server counts a request only when
+    // it answers or rejects it, so requests its caller gave up on while they waited (the bulk of
+    // a storm) are missing from its arrivals; its caller's attempts are not.
+    let sent_to_last = if n >= 2 { rate(n - 2, |x| x.attempts) } else { None };
     let edge_rps = edge.arrivals_rps.or(edge.calls_rps).unwrap_or(0.0);
     Sample {
         t,
         edge_rps,
         goodput_rps: edge.goodput_rps.or_else(|| rate(0, |x| x.call_successes)).unwrap_or(0.0),
-        dependency_rps: last.arrivals_rps.or(client_attempts).unwrap_or(0.0),
+        dependency_rps: match (last.arrivals_rps.or(client_attempts), sent_to_last) {
+            (Some(a), Some(b)) => a.max(b),
+            (a, b) => a.or(b).unwrap_or(0.0),
+        },
         queue_age_s: targets.iter().filter_map(|r| r.oldest_queued_s).fold(0.0, f64::max),
         refusals_rps: targets.iter().filter_map(|r| r.retry_overflow_rps).sum(),
     }

@@ -27,6 +27,7 @@ use hyper_util::rt::TokioExecutor;
 use seawall::backoff::{Backoff, Jitter};
 use seawall::budget::{AnyBudget, GrpcThrottle, Unlimited};
 use seawall::classify::HttpClassifier;
+use seawall::control::Control;
 use seawall::policy::{PolicyConfig, RetryPolicy};
 use seawall_tower::client::{BoxError, ClientMetrics, FailFast, FailFastLayer, Retry, RetryLayer};
 use seawall_tower::wire::RequestDeadline;
@@ -117,6 +118,7 @@ pub struct Downstream {
     stack: Stack,
     svc: Layered,
     metrics: Arc<ClientMetrics>,
+    control: Arc<Control>,
 }
 
 impl Downstream {
@@ -131,6 +133,7 @@ impl Downstream {
         let url =
             url.parse().map_err(|e| LabError::bad_input("downstream", format!("{url}: {e}")))?;
         let metrics = Arc::new(ClientMetrics::new());
+        let control = Arc::new(Control::new());
         let bad = |e: seawall::ConfigError| LabError::bad_input("policy", e.to_string());
         let svc = match (stack, role) {
             (Stack::Seawall, Role::Gateway | Role::Order) => {
@@ -139,14 +142,22 @@ impl Downstream {
             _ => {
                 // The seeds' teams retried 500s too; seawall's default classifier does not.
                 let classifier = HttpClassifier::new().retry_500(stack == Stack::Baseline);
-                let layer = RetryLayer::from_policy(owner_policy(stack, seed))
-                    .map_err(bad)?
-                    .with_classifier(classifier)
-                    .with_metrics(metrics.clone());
+                let layer = RetryLayer::from_policy(
+                    owner_policy(stack, seed).with_control(control.clone()),
+                )
+                .map_err(bad)?
+                .with_classifier(classifier)
+                .with_metrics(metrics.clone());
                 Layered::Owner(layer.layer(http))
             }
         };
-        Ok(Downstream { url, stack, svc, metrics })
+        Ok(Downstream { url, stack, svc, metrics, control })
+    }
+
+    /// The runtime control of the layer's retry policy (the fleet switch drives it; a
+    /// fail-fast layer never retries, so there it changes nothing).
+    pub fn control(&self) -> &Arc<Control> {
+        &self.control
     }
 
     /// The layer's metrics (served at `GET /metrics`).

@@ -15,10 +15,13 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::routing::{get, post};
 use tokio::sync::Semaphore;
 
+use prometheus_client::registry::Registry;
+use seawall::control::Control;
+use seawall_tower::client::metrics_response;
 use seawall_tower::server::ServerMetrics;
 
 use super::NodeSpec;
@@ -54,12 +57,20 @@ pub struct Dependency {
     warmup: u64,
     stats: NodeStats,
     layers: ServerMetrics,
+    registry: Registry,
+    admission: Arc<Control>,
+    born: Instant,
+    /// Work queued before `born + flushed_before_ns` is dropped when it reaches a worker.
+    flushed_before_ns: AtomicU64,
 }
 
 impl Dependency {
     /// A healthy dependency for `spec`.
     pub fn new(spec: &NodeSpec) -> Self {
         let capacity = f64::from(spec.workers) / spec.service_time.as_secs_f64().max(1e-6);
+        let layers = ServerMetrics::new();
+        let mut registry = Registry::default();
+        layers.register(&mut registry);
         Dependency {
             stack: spec.stack,
             workers: spec.workers,
@@ -70,8 +81,27 @@ impl Dependency {
             cold_left: AtomicU64::new(0),
             warmup: (capacity * WARMUP_S) as u64,
             stats: NodeStats::default(),
-            layers: ServerMetrics::new(),
+            layers,
+            registry,
+            admission: Arc::new(Control::new()),
+            born: Instant::now(),
+            flushed_before_ns: AtomicU64::new(0),
         }
+    }
+
+    /// Drops, as they reach a worker, the requests that have been queued for longer than
+    /// `older_than` (the seeds' "drop queued work older than the callers' timeouts", by hand —
+    /// the baseline has no `DeadlineLayer` to do it). Returns how many are queued now.
+    pub fn flush(&self, older_than: Duration) -> u64 {
+        let cutoff = Instant::now().checked_sub(older_than).unwrap_or(self.born);
+        let ns = cutoff.saturating_duration_since(self.born).as_nanos() as u64;
+        self.flushed_before_ns.fetch_max(ns, Ordering::Relaxed);
+        self.stats.snapshot().queue_len
+    }
+
+    fn flushed(&self, queued_at: Instant) -> bool {
+        let ns = queued_at.saturating_duration_since(self.born).as_nanos() as u64;
+        ns < self.flushed_before_ns.load(Ordering::Relaxed)
     }
 
     /// Starts a fault now, for `length`.
@@ -115,10 +145,15 @@ impl Dependency {
         self.in_system.fetch_add(1, Ordering::Relaxed);
         let _leave = Leave(&self.in_system);
         let slot = QueueSlot::new(&self.stats);
+        let queued_at = Instant::now();
         let Ok(_permit) = self.pool.acquire().await else {
             return StatusCode::SERVICE_UNAVAILABLE;
         };
         slot.done();
+        if self.flushed(queued_at) {
+            self.stats.doomed();
+            return StatusCode::SERVICE_UNAVAILABLE;
+        }
         if let Some(f) = self.current_fault()
             && f.kind == FaultKind::Hang
         {
@@ -193,14 +228,38 @@ async fn stats(State(dep): State<Arc<Dependency>>) -> String {
     serde_json::to_string(&s).unwrap_or_default()
 }
 
-/// The dependency's routes: `GET /`, `GET /lab/stats`, `POST /lab/fault/{kind}/{ms}`.
+async fn metrics(State(dep): State<Arc<Dependency>>) -> http::Response<String> {
+    metrics_response(&dep.registry)
+}
+
+/// `POST /admin/flush?older_than_ms=N` (default 1000): see [`Dependency::flush`].
+async fn flush(State(dep): State<Arc<Dependency>>, uri: Uri) -> String {
+    let ms = uri
+        .query()
+        .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("older_than_ms=")))
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(1000)
+        .min(3_600_000);
+    let queued = dep.flush(Duration::from_millis(ms));
+    format!("{{\"flushed_older_than_ms\":{ms},\"queued\":{queued}}}")
+}
+
+/// The dependency's routes: `GET /`, `GET /metrics` (the server layer's `seawall_server_*`),
+/// `GET /lab/stats`, `POST /lab/fault/{kind}/{ms}`, the admission knob at
+/// [`super::protect::ADMISSION_PATH`] and `POST /admin/flush?older_than_ms=N`.
 pub fn router(dep: Arc<Dependency>) -> Router {
     let mut work = Router::new().route("/", get(handle));
-    if dep.stack == Stack::Seawall {
+    work = match dep.stack {
         // Admission at the worker count: the dependency never holds more than it can serve.
-        work = super::protect::protect(work, dep.workers as usize, &dep.layers);
-    }
+        Stack::Seawall => {
+            super::protect::protect(work, dep.workers as usize, &dep.layers, &dep.admission)
+        }
+        Stack::Baseline => super::protect::observe(work, &dep.layers, &dep.admission),
+    };
+    let work = super::protect::admission_route(work, &dep.admission);
     work.route("/lab/stats", get(stats))
+        .route("/metrics", get(metrics))
+        .route("/admin/flush", post(flush))
         .route("/lab/fault/{kind}/{ms}", post(fault))
         .with_state(dep)
 }

@@ -69,6 +69,10 @@ pub struct NodeSpec {
     pub backend_table: Option<String>,
     /// Seed for jitter.
     pub seed: u64,
+    /// `redis://…[#KEY]`: the tier's retry policy follows this fleet switch (see
+    /// [`LabParams::fleet`]).
+    #[serde(default)]
+    pub fleet: Option<String>,
 }
 
 impl NodeSpec {
@@ -83,6 +87,7 @@ impl NodeSpec {
             backend: if role == Role::Order { params.backend.clone() } else { None },
             backend_table: None,
             seed: params.seed.wrapping_add(role as u64),
+            fleet: params.fleet.clone(),
         }
     }
 
@@ -103,17 +108,54 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), LabError> {
+    let mut follower = None;
     let app = match spec.role {
         Role::Dependency => dependency::router(Arc::new(dependency::Dependency::new(&spec))),
-        _ => tier::router(tier::Tier::new(&spec).await?),
+        _ => {
+            let tier = tier::Tier::new(&spec).await?;
+            if let Some(url) = &spec.fleet {
+                follower = Some(follow_fleet(url, tier.retry_control()).await.map_err(|e| {
+                    LabError::node(spec.role.as_str(), format!("fleet switch {url}: {e}"))
+                })?);
+            }
+            tier::router(tier)
+        }
     };
     // Not a graceful shutdown: a lab node's in-flight work (hung requests, retry chains) is
     // exactly what must not outlive the run.
-    tokio::select! {
-        r = axum::serve(listener, app).into_future() => r?,
-        () = shutdown => {}
+    let r = tokio::select! {
+        r = axum::serve(listener, app).into_future() => r.map_err(LabError::from),
+        () = shutdown => Ok(()),
+    };
+    if let Some(f) = follower {
+        f.abort();
     }
-    Ok(())
+    r
+}
+
+/// The Redis URL and key of `--fleet redis://HOST:PORT[/DB][#KEY]` (key `seawall:retries` by
+/// default).
+pub fn fleet_target(url: &str) -> (&str, &str) {
+    match url.split_once('#') {
+        Some((u, k)) if !k.is_empty() => (u, k),
+        Some((u, _)) => (u, "seawall:retries"),
+        None => (url, "seawall:retries"),
+    }
+}
+
+/// Follows the fleet switch at `url` into `control` until the returned task is aborted.
+async fn follow_fleet(
+    url: &str,
+    control: Arc<seawall::control::Control>,
+) -> Result<tokio::task::JoinHandle<()>, String> {
+    use seawall_tower::client::fleet;
+    let (url, key) = fleet_target(url);
+    let client = redis::Client::open(url).map_err(|e| e.to_string())?;
+    let follow = fleet::follow(client, fleet::FleetKey::new(key), control);
+    tokio::time::timeout(Duration::from_secs(5), follow)
+        .await
+        .map_err(|_| "no answer within 5 s".to_string())?
+        .map_err(|e| e.to_string())
 }
 
 /// Binds 127.0.0.1 on a free port.

@@ -9,6 +9,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use prometheus_client::registry::Registry;
+use seawall::control::Control;
 use seawall::deadline::parse_timeout_ms;
 use seawall_tower::client::metrics_response;
 use seawall_tower::server::ServerMetrics;
@@ -44,6 +45,7 @@ pub struct Tier {
     layers: ServerMetrics,
     registry: Registry,
     backend: Option<Arc<PgBackend>>,
+    admission: Arc<Control>,
 }
 
 impl Tier {
@@ -71,14 +73,22 @@ impl Tier {
         };
         let mut registry = Registry::default();
         down.metrics().register(&mut registry);
+        let layers = ServerMetrics::new();
+        layers.register(&mut registry);
         Ok(Arc::new(Tier {
             stack: spec.stack,
             down,
             stats: NodeStats::default(),
-            layers: ServerMetrics::new(),
+            layers,
             registry,
             backend,
+            admission: Arc::new(Control::new()),
         }))
+    }
+
+    /// The control of the tier's retry policy, which `--fleet` drives.
+    pub fn retry_control(&self) -> Arc<Control> {
+        self.down.control().clone()
     }
 
     /// The server-side counters; the client's come from `GET /metrics` (see [`crate::scrape`]).
@@ -130,13 +140,18 @@ async fn metrics(State(tier): State<Arc<Tier>>) -> http::Response<String> {
     metrics_response(&tier.registry)
 }
 
-/// The tier's routes: `GET /`, `GET /metrics` (the client layer's Prometheus metrics) and
-/// `GET /lab/stats`, and `GET /lab/backend` (the PostgreSQL pool's counters).
+/// The tier's routes: `GET /`, `GET /metrics` (the client layer's and the server layers'
+/// Prometheus metrics), `GET /lab/stats`, `GET /lab/backend` (the PostgreSQL pool's counters)
+/// and the admission knob at [`super::protect::ADMISSION_PATH`].
 pub fn router(tier: Arc<Tier>) -> Router {
     let mut work = Router::new().route("/", get(handle));
-    if tier.stack == Stack::Seawall {
-        work = super::protect::protect(work, TIER_IN_FLIGHT, &tier.layers);
-    }
+    work = match tier.stack {
+        Stack::Seawall => {
+            super::protect::protect(work, TIER_IN_FLIGHT, &tier.layers, &tier.admission)
+        }
+        Stack::Baseline => super::protect::observe(work, &tier.layers, &tier.admission),
+    };
+    let work = super::protect::admission_route(work, &tier.admission);
     work.route("/lab/stats", get(stats))
         .route("/lab/backend", get(backend))
         .route("/metrics", get(metrics))
