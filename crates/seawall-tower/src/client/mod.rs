@@ -25,6 +25,7 @@
 mod attempt;
 mod body;
 mod classify;
+mod config;
 pub mod control;
 mod engine;
 mod fail_fast;

@@ -10,7 +10,7 @@ use seawall::policy::{PolicyConfig, RetryPolicy, Role};
 use tower_layer::Layer;
 
 use super::FailFast;
-use crate::client::engine::{Shared, TimeoutHeader};
+use crate::client::config::LayerConfig;
 use crate::client::metrics::ClientMetrics;
 
 /// Wraps a service in [`FailFast`]: one attempt, overload passed upward as "don't retry".
@@ -39,12 +39,12 @@ use crate::client::metrics::ClientMetrics;
 /// ```
 #[derive(Debug)]
 pub struct FailFastLayer<Bu = Unlimited> {
-    shared: Arc<Shared<Bu>>,
+    config: LayerConfig<Bu>,
 }
 
 impl<Bu> Clone for FailFastLayer<Bu> {
     fn clone(&self) -> Self {
-        FailFastLayer { shared: self.shared.clone() }
+        FailFastLayer { config: self.config.clone() }
     }
 }
 
@@ -70,47 +70,28 @@ impl<Bu: Budget> FailFastLayer<Bu> {
 
     /// A layer running a shared policy, which must have the [`Role::FailFast`] role.
     pub fn from_shared_policy(policy: Arc<RetryPolicy<Bu>>) -> Result<Self, ConfigError> {
-        if policy.config().role() != Role::FailFast {
-            return Err(ConfigError::new("fail_fast_layer.policy.role", "FailFast", "Owner"));
-        }
-        Ok(FailFastLayer {
-            shared: Arc::new(Shared {
-                policy,
-                classifier: HttpClassifier::default(),
-                default_timeout: None,
-                timeout_header: TimeoutHeader::default(),
-                stamp_keys: false,
-                metrics: None,
-            }),
-        })
+        let config = LayerConfig::new(policy, Role::FailFast, "fail_fast_layer.policy.role")?;
+        Ok(FailFastLayer { config })
     }
 
     /// The policy.
     pub fn policy(&self) -> &Arc<RetryPolicy<Bu>> {
-        &self.shared.policy
-    }
-
-    fn edit(mut self, f: impl FnOnce(&mut Shared<Bu>)) -> Self {
-        f(Arc::make_mut(&mut self.shared));
-        self
+        self.config.policy()
     }
 
     /// The deadline for requests that carry no [`RequestDeadline`](crate::wire::RequestDeadline).
     pub fn with_default_timeout(self, timeout: Duration) -> Self {
-        self.edit(|s| {
-            s.default_timeout = Some(timeout);
-            s.timeout_header = TimeoutHeader::new(Some(timeout));
-        })
+        FailFastLayer { config: self.config.with_default_timeout(timeout) }
     }
 
     /// The HTTP status classifier.
     pub fn with_classifier(self, classifier: HttpClassifier) -> Self {
-        self.edit(|s| s.classifier = classifier)
+        FailFastLayer { config: self.config.with_classifier(classifier) }
     }
 
     /// Records every call into `metrics`.
     pub fn with_metrics(self, metrics: Arc<ClientMetrics>) -> Self {
-        self.edit(|s| s.metrics = Some(metrics))
+        FailFastLayer { config: self.config.with_metrics(metrics) }
     }
 }
 
@@ -118,6 +99,6 @@ impl<S, Bu> Layer<S> for FailFastLayer<Bu> {
     type Service = FailFast<S, Bu>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        FailFast { inner, shared: self.shared.clone() }
+        FailFast { inner, shared: self.config.shared().clone() }
     }
 }

@@ -10,7 +10,7 @@ use seawall::policy::{PolicyConfig, RetryPolicy, Role};
 use tower_layer::Layer;
 
 use super::Retry;
-use crate::client::engine::{Shared, TimeoutHeader};
+use crate::client::config::LayerConfig;
 use crate::client::metrics::ClientMetrics;
 
 /// Wraps a service in [`Retry`]: the one layer of a call path that retries.
@@ -51,12 +51,12 @@ use crate::client::metrics::ClientMetrics;
 /// ```
 #[derive(Debug)]
 pub struct RetryLayer<Bu = AnyBudget> {
-    shared: Arc<Shared<Bu>>,
+    config: LayerConfig<Bu>,
 }
 
 impl<Bu> Clone for RetryLayer<Bu> {
     fn clone(&self) -> Self {
-        RetryLayer { shared: self.shared.clone() }
+        RetryLayer { config: self.config.clone() }
     }
 }
 
@@ -84,55 +84,36 @@ impl<Bu: Budget> RetryLayer<Bu> {
     /// A layer running a policy shared with other layers or code (its budget, breaker, control
     /// and metrics are then shared too — one per dependency is the intended use).
     pub fn from_shared_policy(policy: Arc<RetryPolicy<Bu>>) -> Result<Self, ConfigError> {
-        if policy.config().role() != Role::Owner {
-            return Err(ConfigError::new("retry_layer.policy.role", "Owner", "FailFast"));
-        }
-        Ok(RetryLayer {
-            shared: Arc::new(Shared {
-                policy,
-                classifier: HttpClassifier::default(),
-                default_timeout: None,
-                timeout_header: TimeoutHeader::default(),
-                stamp_keys: false,
-                metrics: None,
-            }),
-        })
+        let config = LayerConfig::new(policy, Role::Owner, "retry_layer.policy.role")?;
+        Ok(RetryLayer { config })
     }
 
     /// The policy (its control, budget, breaker and core metrics).
     pub fn policy(&self) -> &Arc<RetryPolicy<Bu>> {
-        &self.shared.policy
-    }
-
-    fn edit(mut self, f: impl FnOnce(&mut Shared<Bu>)) -> Self {
-        f(Arc::make_mut(&mut self.shared));
-        self
+        self.config.policy()
     }
 
     /// The deadline for requests that carry no [`RequestDeadline`](crate::wire::RequestDeadline):
     /// `timeout` from the start of the call. Set it at the edge; hops below inherit the edge's.
     pub fn with_default_timeout(self, timeout: Duration) -> Self {
-        self.edit(|s| {
-            s.default_timeout = Some(timeout);
-            s.timeout_header = TimeoutHeader::new(Some(timeout));
-        })
+        RetryLayer { config: self.config.with_default_timeout(timeout) }
     }
 
     /// Stamps a fresh `Idempotency-Key` (UUID v4, the same on every attempt of a call) on
     /// non-idempotent requests that have none, which makes them retryable. Only turn it on when
     /// the server deduplicates by key (seawall's server `IdempotencyLayer` does).
     pub fn with_idempotency_keys(self, yes: bool) -> Self {
-        self.edit(|s| s.stamp_keys = yes)
+        RetryLayer { config: self.config.with_idempotency_keys(yes) }
     }
 
     /// The HTTP status classifier (default: 408, 502–504 retried, 429 throttling, 500 not).
     pub fn with_classifier(self, classifier: HttpClassifier) -> Self {
-        self.edit(|s| s.classifier = classifier)
+        RetryLayer { config: self.config.with_classifier(classifier) }
     }
 
     /// Records every call into `metrics` (see [`ClientMetrics`]).
     pub fn with_metrics(self, metrics: Arc<ClientMetrics>) -> Self {
-        self.edit(|s| s.metrics = Some(metrics))
+        RetryLayer { config: self.config.with_metrics(metrics) }
     }
 }
 
@@ -140,6 +121,6 @@ impl<S, Bu> Layer<S> for RetryLayer<Bu> {
     type Service = Retry<S, Bu>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Retry { inner, shared: self.shared.clone() }
+        Retry { inner, shared: self.config.shared().clone() }
     }
 }

@@ -1,0 +1,93 @@
+//! [`LayerConfig`]: the configuration both client layers build, held once for
+//! [`RetryLayer`](crate::client::RetryLayer) and [`FailFastLayer`](crate::client::FailFastLayer).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use seawall::ConfigError;
+use seawall::budget::Budget;
+use seawall::classify::HttpClassifier;
+use seawall::policy::{RetryPolicy, Role};
+
+use crate::client::engine::{Shared, TimeoutHeader};
+use crate::client::metrics::ClientMetrics;
+
+/// A layer's settings, shared by every service it builds: the policy (checked for the layer's
+/// role) and the builder's edits, copy-on-write so services already built keep theirs.
+#[derive(Debug)]
+pub(crate) struct LayerConfig<Bu> {
+    shared: Arc<Shared<Bu>>,
+}
+
+impl<Bu> Clone for LayerConfig<Bu> {
+    fn clone(&self) -> Self {
+        LayerConfig { shared: self.shared.clone() }
+    }
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::Owner => "Owner",
+        Role::FailFast => "FailFast",
+    }
+}
+
+impl<Bu: Budget> LayerConfig<Bu> {
+    /// Settings running `policy`, which must have `role` (`field` names the setting in the
+    /// error): the default classifier, no default timeout, no idempotency keys, no metrics.
+    pub(crate) fn new(
+        policy: Arc<RetryPolicy<Bu>>,
+        role: Role,
+        field: &'static str,
+    ) -> Result<Self, ConfigError> {
+        let got = policy.config().role();
+        if got != role {
+            return Err(ConfigError::new(field, role_name(role), role_name(got)));
+        }
+        Ok(LayerConfig {
+            shared: Arc::new(Shared {
+                policy,
+                classifier: HttpClassifier::default(),
+                default_timeout: None,
+                timeout_header: TimeoutHeader::default(),
+                stamp_keys: false,
+                metrics: None,
+            }),
+        })
+    }
+}
+
+impl<Bu> LayerConfig<Bu> {
+    /// What each service built by the layer holds.
+    pub(crate) fn shared(&self) -> &Arc<Shared<Bu>> {
+        &self.shared
+    }
+
+    pub(crate) fn policy(&self) -> &Arc<RetryPolicy<Bu>> {
+        &self.shared.policy
+    }
+
+    fn edit(mut self, f: impl FnOnce(&mut Shared<Bu>)) -> Self {
+        f(Arc::make_mut(&mut self.shared));
+        self
+    }
+
+    pub(crate) fn with_default_timeout(self, timeout: Duration) -> Self {
+        self.edit(|s| {
+            s.default_timeout = Some(timeout);
+            s.timeout_header = TimeoutHeader::new(Some(timeout));
+        })
+    }
+
+    pub(crate) fn with_idempotency_keys(self, yes: bool) -> Self {
+        self.edit(|s| s.stamp_keys = yes)
+    }
+
+    pub(crate) fn with_classifier(self, classifier: HttpClassifier) -> Self {
+        self.edit(|s| s.classifier = classifier)
+    }
+
+    pub(crate) fn with_metrics(self, metrics: Arc<ClientMetrics>) -> Self {
+        self.edit(|s| s.metrics = Some(metrics))
+    }
+}
