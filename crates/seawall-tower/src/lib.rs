@@ -16,3 +16,5 @@ pub mod wire;
 
 #[cfg(any(feature = "client", feature = "server"))]
 mod admin;
+#[cfg(any(feature = "client", feature = "prometheus"))]
+mod exposition;

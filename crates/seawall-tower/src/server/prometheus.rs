@@ -174,23 +174,12 @@ impl ServerMetrics {
 
 /// The registry in the Prometheus (OpenMetrics) text exposition format.
 pub fn encode(registry: &Registry) -> String {
-    let mut out = String::new();
-    // Writing into a String cannot fail; an encoder error would leave a partial page, which a
-    // scraper rejects, so it is not worth a panic.
-    let _ = prometheus_client::encoding::text::encode(&mut out, registry);
-    out
+    crate::exposition::encode(registry)
 }
 
 /// An HTTP response with the registry's text exposition: mount it on axum with
 /// `get(move || { let r = registry.clone(); async move { metrics_response(&r) } })`
 /// (share the registry in an `Arc`).
 pub fn metrics_response(registry: &Registry) -> http::Response<String> {
-    let mut resp = http::Response::new(encode(registry));
-    resp.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static(
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        ),
-    );
-    resp
+    crate::exposition::response(registry)
 }
