@@ -40,7 +40,8 @@ pub struct NodeInfo {
     pub metrics: String,
     /// The admission knob: `GET` → `{"admit_percent":N}`, `POST ?percent=N`.
     pub admission: String,
-    /// `POST ?older_than_ms=N` drops queued work older than N ms (the dependency only).
+    /// `POST ?older_than_ms=N`: from then on, queued work older than N ms is dropped (the
+    /// dependency only; 0 turns it off).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub flush: Option<String>,
 }

@@ -59,9 +59,8 @@ pub struct Dependency {
     layers: ServerMetrics,
     registry: Registry,
     admission: Arc<Control>,
-    born: Instant,
-    /// Work queued before `born + flushed_before_ns` is dropped when it reaches a worker.
-    flushed_before_ns: AtomicU64,
+    /// Work queued longer than this is dropped when it reaches a worker (0: never).
+    queue_timeout_ms: AtomicU64,
 }
 
 impl Dependency {
@@ -84,24 +83,22 @@ impl Dependency {
             layers,
             registry,
             admission: Arc::new(Control::new()),
-            born: Instant::now(),
-            flushed_before_ns: AtomicU64::new(0),
+            queue_timeout_ms: AtomicU64::new(0),
         }
     }
 
-    /// Drops, as they reach a worker, the requests that have been queued for longer than
-    /// `older_than` (the seeds' "drop queued work older than the callers' timeouts", by hand —
-    /// the baseline has no `DeadlineLayer` to do it). Returns how many are queued now.
+    /// From now on, drops (as they reach a worker) the requests that have been queued for longer
+    /// than `older_than` — a standing queue timeout, the seeds' "drop queued work older than the
+    /// callers' timeouts" by hand, since the baseline has no `DeadlineLayer` to do it. Zero turns
+    /// it off. Returns how many requests are queued now.
     pub fn flush(&self, older_than: Duration) -> u64 {
-        let cutoff = Instant::now().checked_sub(older_than).unwrap_or(self.born);
-        let ns = cutoff.saturating_duration_since(self.born).as_nanos() as u64;
-        self.flushed_before_ns.fetch_max(ns, Ordering::Relaxed);
+        self.queue_timeout_ms.store(older_than.as_millis() as u64, Ordering::Relaxed);
         self.stats.snapshot().queue_len
     }
 
     fn flushed(&self, queued_at: Instant) -> bool {
-        let ns = queued_at.saturating_duration_since(self.born).as_nanos() as u64;
-        ns < self.flushed_before_ns.load(Ordering::Relaxed)
+        let ms = self.queue_timeout_ms.load(Ordering::Relaxed);
+        ms > 0 && queued_at.elapsed() > Duration::from_millis(ms)
     }
 
     /// Starts a fault now, for `length`.
@@ -232,7 +229,8 @@ async fn metrics(State(dep): State<Arc<Dependency>>) -> http::Response<String> {
     metrics_response(&dep.registry)
 }
 
-/// `POST /admin/flush?older_than_ms=N` (default 1000): see [`Dependency::flush`].
+/// `POST /admin/flush?older_than_ms=N` (default 1000; 0 turns it off): see
+/// [`Dependency::flush`].
 async fn flush(State(dep): State<Arc<Dependency>>, uri: Uri) -> String {
     let ms = uri
         .query()
