@@ -57,11 +57,7 @@ fn cell(r: OpenLoop, capacity: f64) -> String {
 }
 
 fn main() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = common::runtime();
     rt.block_on(async {
         let capacity = WORKERS as f64 / WORK.as_secs_f64();
         let run = Duration::from_secs(2);

@@ -25,11 +25,7 @@ fn app() -> Router {
 }
 
 fn main() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = common::runtime();
     rt.block_on(async {
         let run = Duration::from_secs(3);
         let conns = 16;

@@ -13,6 +13,15 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
 
+/// The runtime every server bench runs in: two worker threads, timers and I/O on.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
 pub async fn serve(app: Router) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
     let addr = listener.local_addr().expect("addr");
