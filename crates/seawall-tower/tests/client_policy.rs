@@ -37,6 +37,12 @@ async fn recording(
     (serve(axum::Router::new().route("/", any(handler))).await, seen)
 }
 
+/// When the server saw the requests of call `call` (tagged `x-call: <call>`), in order.
+fn arrivals(seen: &[(Instant, http::HeaderMap)], call: impl std::fmt::Display) -> Vec<Instant> {
+    let call = call.to_string();
+    seen.iter().filter(|(_, h)| h["x-call"] == call.as_str()).map(|s| s.0).collect()
+}
+
 fn fast(max_attempts: u32) -> PolicyConfig {
     let b = Backoff::new(Jitter::Full, Duration::from_millis(2), Duration::from_millis(10), 2.0);
     PolicyConfig::default().with_backoff(b.unwrap()).with_max_attempts(max_attempts).unwrap()
@@ -111,11 +117,7 @@ async fn retry_after_is_honoured_jittered_and_clamped_by_the_deadline() {
     let seen = seen.lock().unwrap().clone();
     let mut waits = Vec::new();
     for i in 0..4 {
-        let mine: Vec<Instant> = seen
-            .iter()
-            .filter(|(_, h)| h["x-call"] == i.to_string().as_str())
-            .map(|s| s.0)
-            .collect();
+        let mine = arrivals(&seen, i);
         assert_eq!(mine.len(), 2);
         let wait = mine[1] - mine[0];
         assert!(wait >= Duration::from_secs(1), "retried {wait:?} after Retry-After: 1");
@@ -199,11 +201,7 @@ async fn calls_failing_together_retry_at_different_instants() {
     let seen = seen.lock().unwrap();
     let mut waits_ms = Vec::new();
     for i in 0..n {
-        let mine: Vec<Instant> = seen
-            .iter()
-            .filter(|(_, h)| h["x-call"] == i.to_string().as_str())
-            .map(|s| s.0)
-            .collect();
+        let mine = arrivals(&seen, i);
         assert_eq!(mine.len(), 2);
         waits_ms.push((mine[1] - mine[0]).as_secs_f64() * 1000.0);
     }
