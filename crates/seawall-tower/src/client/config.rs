@@ -14,9 +14,15 @@ use crate::client::metrics::ClientMetrics;
 
 /// A layer's settings, shared by every service it builds: the policy (checked for the layer's
 /// role) and the builder's edits, copy-on-write so services already built keep theirs.
-#[derive(Debug)]
 pub(crate) struct LayerConfig<Bu> {
     shared: Arc<Shared<Bu>>,
+}
+
+/// Transparent: a layer prints its settings as it did when it held them directly.
+impl<Bu: std::fmt::Debug> std::fmt::Debug for LayerConfig<Bu> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.shared.fmt(f)
+    }
 }
 
 impl<Bu> Clone for LayerConfig<Bu> {
@@ -59,8 +65,8 @@ impl<Bu: Budget> LayerConfig<Bu> {
 
 impl<Bu> LayerConfig<Bu> {
     /// What each service built by the layer holds.
-    pub(crate) fn shared(&self) -> &Arc<Shared<Bu>> {
-        &self.shared
+    pub(crate) fn for_service(&self) -> Arc<Shared<Bu>> {
+        self.shared.clone()
     }
 
     pub(crate) fn policy(&self) -> &Arc<RetryPolicy<Bu>> {

@@ -39,12 +39,12 @@ use crate::client::metrics::ClientMetrics;
 /// ```
 #[derive(Debug)]
 pub struct FailFastLayer<Bu = Unlimited> {
-    config: LayerConfig<Bu>,
+    shared: LayerConfig<Bu>,
 }
 
 impl<Bu> Clone for FailFastLayer<Bu> {
     fn clone(&self) -> Self {
-        FailFastLayer { config: self.config.clone() }
+        FailFastLayer { shared: self.shared.clone() }
     }
 }
 
@@ -71,27 +71,27 @@ impl<Bu: Budget> FailFastLayer<Bu> {
     /// A layer running a shared policy, which must have the [`Role::FailFast`] role.
     pub fn from_shared_policy(policy: Arc<RetryPolicy<Bu>>) -> Result<Self, ConfigError> {
         let config = LayerConfig::new(policy, Role::FailFast, "fail_fast_layer.policy.role")?;
-        Ok(FailFastLayer { config })
+        Ok(FailFastLayer { shared: config })
     }
 
     /// The policy.
     pub fn policy(&self) -> &Arc<RetryPolicy<Bu>> {
-        self.config.policy()
+        self.shared.policy()
     }
 
     /// The deadline for requests that carry no [`RequestDeadline`](crate::wire::RequestDeadline).
     pub fn with_default_timeout(self, timeout: Duration) -> Self {
-        FailFastLayer { config: self.config.with_default_timeout(timeout) }
+        FailFastLayer { shared: self.shared.with_default_timeout(timeout) }
     }
 
     /// The HTTP status classifier.
     pub fn with_classifier(self, classifier: HttpClassifier) -> Self {
-        FailFastLayer { config: self.config.with_classifier(classifier) }
+        FailFastLayer { shared: self.shared.with_classifier(classifier) }
     }
 
     /// Records every call into `metrics`.
     pub fn with_metrics(self, metrics: Arc<ClientMetrics>) -> Self {
-        FailFastLayer { config: self.config.with_metrics(metrics) }
+        FailFastLayer { shared: self.shared.with_metrics(metrics) }
     }
 }
 
@@ -99,6 +99,6 @@ impl<S, Bu> Layer<S> for FailFastLayer<Bu> {
     type Service = FailFast<S, Bu>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        FailFast { inner, shared: self.config.shared().clone() }
+        FailFast { inner, shared: self.shared.for_service() }
     }
 }

@@ -51,12 +51,12 @@ use crate::client::metrics::ClientMetrics;
 /// ```
 #[derive(Debug)]
 pub struct RetryLayer<Bu = AnyBudget> {
-    config: LayerConfig<Bu>,
+    shared: LayerConfig<Bu>,
 }
 
 impl<Bu> Clone for RetryLayer<Bu> {
     fn clone(&self) -> Self {
-        RetryLayer { config: self.config.clone() }
+        RetryLayer { shared: self.shared.clone() }
     }
 }
 
@@ -85,35 +85,35 @@ impl<Bu: Budget> RetryLayer<Bu> {
     /// and metrics are then shared too — one per dependency is the intended use).
     pub fn from_shared_policy(policy: Arc<RetryPolicy<Bu>>) -> Result<Self, ConfigError> {
         let config = LayerConfig::new(policy, Role::Owner, "retry_layer.policy.role")?;
-        Ok(RetryLayer { config })
+        Ok(RetryLayer { shared: config })
     }
 
     /// The policy (its control, budget, breaker and core metrics).
     pub fn policy(&self) -> &Arc<RetryPolicy<Bu>> {
-        self.config.policy()
+        self.shared.policy()
     }
 
     /// The deadline for requests that carry no [`RequestDeadline`](crate::wire::RequestDeadline):
     /// `timeout` from the start of the call. Set it at the edge; hops below inherit the edge's.
     pub fn with_default_timeout(self, timeout: Duration) -> Self {
-        RetryLayer { config: self.config.with_default_timeout(timeout) }
+        RetryLayer { shared: self.shared.with_default_timeout(timeout) }
     }
 
     /// Stamps a fresh `Idempotency-Key` (UUID v4, the same on every attempt of a call) on
     /// non-idempotent requests that have none, which makes them retryable. Only turn it on when
     /// the server deduplicates by key (seawall's server `IdempotencyLayer` does).
     pub fn with_idempotency_keys(self, yes: bool) -> Self {
-        RetryLayer { config: self.config.with_idempotency_keys(yes) }
+        RetryLayer { shared: self.shared.with_idempotency_keys(yes) }
     }
 
     /// The HTTP status classifier (default: 408, 502–504 retried, 429 throttling, 500 not).
     pub fn with_classifier(self, classifier: HttpClassifier) -> Self {
-        RetryLayer { config: self.config.with_classifier(classifier) }
+        RetryLayer { shared: self.shared.with_classifier(classifier) }
     }
 
     /// Records every call into `metrics` (see [`ClientMetrics`]).
     pub fn with_metrics(self, metrics: Arc<ClientMetrics>) -> Self {
-        RetryLayer { config: self.config.with_metrics(metrics) }
+        RetryLayer { shared: self.shared.with_metrics(metrics) }
     }
 }
 
@@ -121,6 +121,6 @@ impl<S, Bu> Layer<S> for RetryLayer<Bu> {
     type Service = Retry<S, Bu>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Retry { inner, shared: self.config.shared().clone() }
+        Retry { inner, shared: self.shared.for_service() }
     }
 }
