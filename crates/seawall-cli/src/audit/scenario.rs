@@ -1,12 +1,22 @@
 //! One audited path as a simulator scenario (TOML text, validated by `Scenario::parse`) and the
-//! "as configured" policy, with every approximation written down as a note.
+//! "as configured" policy, with every assumption written down as a note.
 //!
-//! The simulator runs one policy per run: one attempt cap, one backoff and one budget kind for
-//! every retrying layer (the engine builds each layer from the same `PolicySpec`). Per-layer
-//! differences in the graph are therefore folded into that one policy here, and each fold is
-//! listed so the reader knows which numbers are the graph's and which are the simulator's.
+//! The configured policy gives every client layer its own settings (`[policies.P.edge]`,
+//! `[policies.P.tier.TIER]`, crates/seawall-sim/SCENARIOS.md): each place's attempts, backoff,
+//! budget and per-try timeout, so the simulated worst case is the product of the places' attempts,
+//! as in the audit. What remains approximate, each said in a note where it applies:
+//!
+//! - backoff: the graph says only whether a place jitters, so a jittered place waits full jitter
+//!   from 50 ms (20 s cap) and an unjittered one retries at once (the worst case);
+//! - budgets run the core's default parameters for their kind (gRPC 10/0.1, ratio 10 %, Envoy
+//!   20 % min 3, AWS 500 tokens at 14 per retry after an error), not the graph's numbers;
+//! - attempts above the core's `MAX_ATTEMPTS` are capped;
+//! - only per-attempt timeouts exist in the simulator: a place without one is bounded by its own
+//!   overall timeout, or the hop's (see [`super::layout`]), and the entry hop's gives the edge
+//!   deadline;
+//! - stacked places on one hop are pass-through tiers (see [`super::layout`]); the breaker,
+//!   idempotency and 4xx settings of a hop are not simulated.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use seawall_audit::model::{Budget, Graph};
@@ -35,7 +45,7 @@ pub(crate) struct PathScenario {
     pub(crate) text: String,
     /// The path's worst-case attempts per the audit.
     pub(crate) audited_worst: u64,
-    /// The worst case the simulated policy can reach (the cap to the power of retrying layers).
+    /// The worst case the simulated policy can reach: the product of the layers' attempts.
     pub(crate) simulated_worst: u64,
     /// What was assumed or approximated.
     pub(crate) notes: Vec<String>,
@@ -47,81 +57,107 @@ fn q(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"?\"".into())
 }
 
-fn budget_note(b: &Budget) -> String {
-    match b {
-        Budget::Ratio { ratio } => format!("ratio {}% ≈ gRPC bucket ratio 0.1", ratio * 100.0),
+/// The core's default of each budget kind the simulator builds, and the name it has there.
+fn budget_kind(b: &Budget) -> (&'static str, Option<String>) {
+    // What the simulator runs differs from the graph when the graph's numbers are not the core's
+    // defaults; the note says so.
+    match *b {
         Budget::GrpcThrottle { max_tokens, token_ratio } => {
-            format!("gRPC {max_tokens}/{token_ratio} ≈ the simulator's 10/0.1")
+            let same = max_tokens == 10.0 && token_ratio == 0.1;
+            let note =
+                format!("gRPC throttle {max_tokens}/{token_ratio} runs as the core's 10/0.1");
+            ("grpc", (!same).then_some(note))
         }
-        Budget::Envoy { percent, .. } => {
-            format!(
-                "Envoy {percent}% of concurrent requests ≈ a token bucket (rate, not concurrency)"
-            )
+        Budget::Ratio { ratio } => {
+            let same = ratio == 0.1;
+            let note = format!(
+                "ratio {}% runs as the core's 10% (10 s window, 10 retries/s floor)",
+                ratio * 100.0
+            );
+            ("ratio", (!same).then_some(note))
         }
-        Budget::AwsQuota => "AWS quota (500 tokens, 5 per retry) ≈ gRPC bucket 10/0.1".into(),
-        _ => format!("{b} ≈ gRPC bucket 10/0.1"),
+        Budget::Envoy { percent, min_concurrency } => {
+            let same = percent == 20.0 && min_concurrency == 3;
+            let note = format!(
+                "Envoy retry budget {percent}% (min {min_concurrency}) runs as the core's 20% \
+                 (min 3)"
+            );
+            ("envoy", (!same).then_some(note))
+        }
+        Budget::AwsQuota => (
+            "aws",
+            Some(
+                "AWS retry quota runs as the core's: 500 tokens, 14 per retry after an error \
+                 (the 2026 costs; the audit's bound assumes 5)"
+                    .into(),
+            ),
+        ),
+        _ => ("grpc", Some(format!("{b} has no simulator kind: the core's gRPC 10/0.1 runs"))),
     }
 }
 
-/// The policy table for the graph's own settings, and notes on how it was folded.
-fn configured_policy(l: &Layout, notes: &mut Vec<String>) -> (String, u32, usize) {
-    let clients: Vec<&Client> =
-        std::iter::once(&l.edge).chain(l.tiers.iter().filter_map(|t| t.client.as_ref())).collect();
-    let retrying: Vec<&Client> = clients.iter().copied().filter(|c| c.attempts > 1).collect();
-    // One cap for every retrying layer: the most common one (ties: the larger).
-    let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
-    for c in &retrying {
-        *counts.entry(c.attempts.min(seawall::policy::MAX_ATTEMPTS)).or_default() += 1;
+/// One client layer's table under the configured policy; `key` is `edge` or `tier.<name>`.
+fn client_table(key: &str, label: &str, c: &Client, notes: &mut Vec<String>) -> String {
+    let attempts = c.attempts.min(seawall::policy::MAX_ATTEMPTS);
+    if attempts < c.attempts {
+        notes.push(format!("{label}: {} attempts capped at the core's {attempts}", c.attempts));
     }
-    let cap = counts.iter().max_by_key(|(a, n)| (**n, **a)).map_or(1, |(a, _)| *a);
-    let others: Vec<String> =
-        retrying.iter().filter(|c| c.attempts != cap).map(|c| c.attempts.to_string()).collect();
-    if !others.is_empty() {
-        notes.push(format!(
-            "one attempt cap per run in the simulator: every retrying place makes {cap} attempts \
-             (the graph also has {})",
-            others.join(", ")
-        ));
-    }
-    let jittered = retrying.iter().filter(|c| c.jitter).count();
-    let backoff = if !retrying.is_empty() && jittered * 2 >= retrying.len() {
+    let mut t = format!("[policies.{}.{key}]\nattempts = {attempts}\n", q(CONFIGURED));
+    t.push_str(if c.jitter {
         "backoff = \"full-jitter\"\nbase_ms = 50\ncap_ms = 20000\n"
     } else {
         "backoff = \"none\"\n"
-    };
-    if !retrying.is_empty() {
-        notes.push(if jittered * 2 >= retrying.len() {
-            "jittered places: full jitter from 50 ms (the graph gives no base)".into()
-        } else {
-            "unjittered places retry at once (the graph gives no wait: the worst case)".into()
-        });
-        if jittered != 0 && jittered != retrying.len() {
-            notes.push(format!(
-                "{jittered} of {} places jitter; the majority's shape is used for all",
-                retrying.len()
-            ));
+    });
+    let budget = match c.budget.as_ref().filter(|_| attempts > 1) {
+        Some(b) => {
+            let (kind, note) = budget_kind(b);
+            if let Some(n) = note {
+                notes.push(format!("{label}: {n}"));
+            }
+            kind
         }
+        None => "none",
+    };
+    let _ = writeln!(t, "budget = \"{budget}\"");
+    if let Some(ms) = c.per_try_ms {
+        let _ = writeln!(t, "timeout_ms = {}", ms.max(1.0));
     }
-    let budgets: Vec<&Budget> = retrying.iter().filter_map(|c| c.budget.as_ref()).collect();
-    let all_budgeted = !retrying.is_empty() && budgets.len() == retrying.len();
-    if all_budgeted {
-        let kinds: Vec<String> = budgets.iter().map(|b| budget_note(b)).collect();
-        notes.push(format!("budgets as the gRPC token bucket: {}", kinds.join("; ")));
-    } else if !budgets.is_empty() {
-        notes.push(format!(
-            "{} of {} retrying places have a budget; the simulator applies one to every layer or \
-             none, so none is simulated (the configured run is the unbudgeted worst case)",
-            budgets.len(),
-            retrying.len()
-        ));
-    }
-    let mut t =
-        format!("[policies.{}]\nbase = \"naive\"\nattempts = {cap}\n{backoff}", q(CONFIGURED));
-    let budget = if all_budgeted { "grpc" } else { "none" };
-    let _ = writeln!(t, "budget = \"{budget}\"\nsingle_owner = false");
+    t
+}
+
+/// The policy for the graph's own settings, one table per client layer, and the product of the
+/// layers' attempts (the worst case it can reach).
+fn configured_policy(l: &Layout, entry: &str, notes: &mut Vec<String>) -> (String, u64) {
+    let mut t = format!("[policies.{}]\nbase = \"naive\"\nsingle_owner = false\n", q(CONFIGURED));
     let _ = writeln!(t, "deadline_propagation = {}", l.deadline_propagated);
     t.push_str("cancellation = false\npushback = false\nserver_protection = false\n");
-    (t, cap, retrying.len())
+    let place = |c: &Client| c.place.map_or_else(|| "client".to_string(), |p| p.to_string());
+    let edge_label = format!("{} on {entry}", place(&l.edge));
+    t.push_str(&client_table("edge", &edge_label, &l.edge, notes));
+    let mut layers = vec![&l.edge];
+    for tier in &l.tiers {
+        if let Some(c) = &tier.client {
+            let label = format!("{} on {}", place(c), tier.name);
+            t.push_str(&client_table(&format!("tier.{}", q(&tier.name)), &label, c, notes));
+            layers.push(c);
+        }
+    }
+    let retrying: Vec<&&Client> = layers.iter().filter(|c| c.attempts > 1).collect();
+    let jittered = retrying.iter().filter(|c| c.jitter).count();
+    if jittered > 0 {
+        notes.push(
+            "jittered places: full jitter from 50 ms, 20 s cap (the graph gives no base)".into(),
+        );
+    }
+    if jittered < retrying.len() {
+        notes.push(
+            "unjittered places retry at once (the graph gives no wait: the worst case)".into(),
+        );
+    }
+    let worst = layers.iter().fold(1u64, |a, c| {
+        a.saturating_mul(u64::from(c.attempts.min(seawall::policy::MAX_ATTEMPTS)))
+    });
+    (t, worst)
 }
 
 /// Which place the `seawall` run lets retry: the simulator makes the top retrying layer the one
@@ -220,7 +256,7 @@ pub(crate) fn build(
         notes.push(format!("{entry} sets no timeout: a {DEFAULT_DEADLINE_MS} ms deadline assumed"));
         DEFAULT_DEADLINE_MS
     });
-    let (policy, cap, retrying) = configured_policy(&l, &mut notes);
+    let (policy, simulated_worst) = configured_policy(&l, entry, &mut notes);
     notes.push(owner_note(&l, entry));
     let mut t = format!(
         "name = {}\ndescription = {}\nduration_s = {duration_s}\ndefault_policies = [{}, \"seawall\"]\n",
@@ -262,7 +298,6 @@ pub(crate) fn build(
     }
     t.push_str(&fault_toml(graph, &l, fault, &mut notes));
     t.push_str(&policy);
-    let simulated_worst = u64::from(cap).saturating_pow(retrying as u32);
     let audited_worst = hops.iter().fold(1u64, |a, h| a.saturating_mul(h.worst_case()));
     Some(PathScenario { label, dependency, text: t, audited_worst, simulated_worst, notes })
 }

@@ -140,7 +140,7 @@ fn section(
         ps.dependency, fault, req.duration_s, req.seed
     ));
     s.push_str(&format!(
-        "  audited worst case: {} attempts per request at {}; simulated policy's cap: {}\n\n",
+        "  audited worst case: {} attempts per request at {}; the simulated layers multiply to {}\n\n",
         ps.audited_worst, ps.dependency, ps.simulated_worst
     ));
     for line in seawall_report::render_table(results).lines() {

@@ -1,9 +1,10 @@
-//! Unit tests of the audit → simulator bridge: path choice, layout of stacked places, the folded
-//! policy and its notes.
+//! Unit tests of the audit → simulator bridge: path choice, layout of stacked places, the
+//! per-place policy and its notes.
 
 use std::path::Path;
 
 use seawall_audit::graph;
+use seawall_sim::scenario::{BackoffKind, BudgetKind};
 
 use super::fault::Fault;
 use super::layout::{ServiceTime, layout};
@@ -88,7 +89,7 @@ fn stacked_places_become_pass_through_tiers() {
 }
 
 #[test]
-fn the_scenario_parses_and_lists_its_approximations() {
+fn every_place_keeps_its_own_settings() {
     let g = g();
     let path = &choose(&g, Some("db"))[0];
     let fault = Fault::parse("outage:5@2").unwrap();
@@ -98,21 +99,76 @@ fn the_scenario_parses_and_lists_its_approximations() {
     assert_eq!(sc.tiers.len(), 3);
     assert_eq!(sc.faults.len(), 2, "the outage, then a cold restart");
     let policy = sc.policy(CONFIGURED).unwrap();
-    assert_eq!(policy.attempts, 3);
+    let edge = policy.edge_client.as_ref().unwrap();
+    assert_eq!((edge.attempts, edge.backoff), (Some(3), Some(BackoffKind::None)));
+    assert_eq!((edge.budget, edge.timeout_ms), (Some(BudgetKind::None), Some(1000.0)));
+    // api's app code: 3 plain attempts, no budget, no per-try timeout of its own.
+    let app = &policy.tier_clients["api"];
+    assert_eq!(
+        (app.attempts, app.backoff, app.budget),
+        (Some(3), Some(BackoffKind::None), Some(BudgetKind::None))
+    );
+    assert_eq!(app.timeout_ms, None);
+    // The SDK below it: 3 jittered attempts under its own AWS quota, 200 ms per try.
+    let sdk = &policy.tier_clients["api/sdk"];
+    assert_eq!((sdk.attempts, sdk.backoff), (Some(3), Some(BackoffKind::FullJitter)));
+    assert_eq!(
+        (sdk.base_ms, sdk.budget, sdk.timeout_ms),
+        (Some(50.0), Some(BudgetKind::Aws), Some(200.0))
+    );
     let notes = ps.notes.join("\n");
-    assert!(notes.contains("1 of 3 retrying places have a budget"), "{notes}");
+    assert!(notes.contains("sdk on api/sdk: AWS retry quota runs as the core's"), "{notes}");
     assert!(notes.contains("db comes back cold"), "{notes}");
+    for gone in ["one attempt cap", "majority", "have a budget"] {
+        assert!(!notes.contains(gone), "{gone}: {notes}");
+    }
 }
 
 #[test]
-fn mixed_caps_are_folded_and_said() {
+fn the_product_of_the_places_is_the_audited_worst_case() {
     let g = g();
     let path = &choose(&g, Some("cache"))[0];
     for f in ["fail:1", "slow:1", "gc:1"] {
         let ps = scenario::build(&g, path, &Fault::parse(f).unwrap(), 5.0).unwrap();
-        seawall_sim::Scenario::parse("t", &ps.text, &[]).unwrap();
-        assert_eq!((ps.audited_worst, ps.simulated_worst), (6, 9), "{f}");
-        assert!(ps.notes.iter().any(|n| n.contains("one attempt cap per run")), "{f}");
+        let sc = seawall_sim::Scenario::parse("t", &ps.text, &[]).unwrap();
+        assert_eq!((ps.audited_worst, ps.simulated_worst), (6, 6), "{f}");
+        let policy = sc.policy(CONFIGURED).unwrap();
+        assert_eq!(policy.edge_client.as_ref().unwrap().attempts, Some(3), "{f}");
+        assert_eq!(policy.tier_clients["api"].attempts, Some(2), "{f}");
         assert!(ps.notes.iter().any(|n| n.contains("cache has no capacity_rps")), "{f}");
     }
+}
+
+#[test]
+fn budgets_differing_from_the_cores_defaults_are_said() {
+    let text =
+        GRAPH.replace("budget = { kind = \"aws\" }", "budget = { kind = \"ratio\", ratio = 0.2 }");
+    let g = graph::parse(Path::new("t.toml"), &text).unwrap();
+    let path = &choose(&g, Some("db"))[0];
+    let ps = scenario::build(&g, path, &Fault::parse("fail:1").unwrap(), 5.0).unwrap();
+    let sc = seawall_sim::Scenario::parse("t", &ps.text, &[]).unwrap();
+    let sdk = &sc.policy(CONFIGURED).unwrap().tier_clients["api/sdk"];
+    assert_eq!(sdk.budget, Some(BudgetKind::Ratio));
+    assert!(
+        ps.notes.iter().any(|n| n.contains("ratio 20% runs as the core's 10%")),
+        "{:?}",
+        ps.notes
+    );
+}
+
+/// The checkout example's database path without the AWS quota of the order service's SDK: the
+/// quota is what holds the configured run near 9× (see tests/audit_simulate.rs); without it the
+/// three places multiply to the audited 27.
+#[test]
+fn checkout_database_without_the_sdk_quota_reaches_27() {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../seawall-audit/examples/checkout.toml");
+    let g = graph::load(&p).unwrap();
+    let path = &choose(&g, Some("database"))[0];
+    let ps = scenario::build(&g, path, &Fault::parse("fail:5@5").unwrap(), 20.0).unwrap();
+    assert!(ps.text.contains("budget = \"aws\""), "{}", ps.text);
+    let text = ps.text.replace("budget = \"aws\"", "budget = \"none\"");
+    let sc = seawall_sim::Scenario::parse("t", &text, &[]).unwrap();
+    let r = seawall_sim::simulate(&sc, &[CONFIGURED.to_string()], 1, &mut |_, _| {}).unwrap();
+    let peak = r.runs[0].peak_amplification;
+    assert!((26.0..=27.5).contains(&peak), "peak {peak}");
 }
