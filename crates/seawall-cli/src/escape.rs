@@ -22,6 +22,10 @@ pub(crate) struct Args {
     /// Without one, the admission cut is a printed manual step.
     #[arg(long = "admission-url", value_name = "URL")]
     admission_urls: Vec<String>,
+    /// Admin URL that drops queued work older than the callers' timeout (`POST
+    /// URL?older_than_ms=N`, step 3), for servers without a DeadlineLayer; repeatable.
+    #[arg(long = "flush-url", value_name = "URL")]
+    flush_urls: Vec<String>,
     /// Admission while escaping, percent of normal.
     #[arg(long, value_name = "PERCENT", default_value_t = 30, value_parser = clap::value_parser!(u8).range(1..=100))]
     admission: u8,
@@ -58,6 +62,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         key: args.key,
         admission_urls: args.admission_urls,
         admission_percent: args.admission,
+        flush_urls: args.flush_urls,
         ramp: args.ramp,
         hold: seconds("hold", args.hold)?,
         max_wait: seconds("max-wait", args.max_wait)?,

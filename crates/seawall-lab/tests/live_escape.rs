@@ -1,8 +1,8 @@
 //! `seawall escape --apply` against a running baseline lab in storm (issue 8): after the fault
 //! has ended and the baseline is still down, retries go off through the Redis fleet switch the
-//! tiers follow, the edge's admission knob is cut, the dependency's dead queue is flushed by
-//! hand (escape's step 3 — the baseline has no `DeadlineLayer`), and the ramp brings goodput
-//! back. Needs Redis at 127.0.0.1:6379 (a unique key, deleted afterwards); skipped, saying so,
+//! tiers follow, the edge's admission knob is cut, the dependency's dead queue is flushed
+//! through the dependency's flush URL (escape's step 3, `--flush-url`: the baseline has no
+//! `DeadlineLayer`), and the ramp brings goodput back. Needs Redis at 127.0.0.1:6379 (a unique key, deleted afterwards); skipped, saying so,
 //! without it.
 
 use std::io::{Read, Write};
@@ -36,27 +36,6 @@ async fn with_running_lab<T: Send + 'static>(
     };
     let (m, t) = tokio::join!(lab, tool);
     (m.expect("the lab ran"), t)
-}
-
-/// One plain HTTP/1.1 request on loopback, status code back (0 on failure).
-fn post(url: &str) -> u16 {
-    let rest = url.strip_prefix("http://").unwrap_or(url);
-    let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let Ok(mut s) = TcpStream::connect(host) else { return 0 };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    let req = format!(
-        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    );
-    if s.write_all(req.as_bytes()).is_err() {
-        return 0;
-    }
-    let mut buf = [0u8; 512];
-    let n = s.read(&mut buf).unwrap_or(0);
-    String::from_utf8_lossy(&buf[..n])
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0)
 }
 
 fn redis_del(key: &str) {
@@ -108,6 +87,7 @@ async fn escape_brings_the_baseline_back() {
             key: k,
             admission_urls: vec![info.nodes[0].admission.clone()],
             admission_percent: 30,
+            flush_urls: vec![flush],
             hold: Duration::from_secs(2),
             max_wait: Duration::from_secs(8),
             scrape: info.scrape_urls(),
@@ -120,12 +100,6 @@ async fn escape_brings_the_baseline_back() {
             let t = start.elapsed().as_secs_f64();
             eprintln!("[{t:>5.1}s] {line}");
             log.lock().unwrap().push(line.to_string());
-            if line.starts_with("step 3") {
-                // The operator's hand flush, as escape's step 3 asks of a server without a
-                // DeadlineLayer: drop the dependency's queued work older than the 1 s timeout.
-                let status = post(&format!("{flush}?older_than_ms=1000"));
-                eprintln!("[{t:>5.1}s] (by hand) POST {flush}?older_than_ms=1000 → {status}");
-            }
         };
         let out = escape::run(&cfg, &mut say);
         (out, start.elapsed())

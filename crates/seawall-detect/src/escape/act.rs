@@ -72,6 +72,7 @@ pub(super) struct Executor {
     key: String,
     fleet: Option<Fleet>,
     admission_urls: Vec<String>,
+    flush_urls: Vec<String>,
     http: Option<(tokio::runtime::Runtime, Client<HttpConnector, Empty<Bytes>>)>,
 }
 
@@ -81,7 +82,7 @@ impl Executor {
             (Some(url), true) => Some(Fleet::connect(url, &cfg.key)?),
             _ => None,
         };
-        let http = if cfg.apply && !cfg.admission_urls.is_empty() {
+        let http = if cfg.apply && !(cfg.admission_urls.is_empty() && cfg.flush_urls.is_empty()) {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -99,6 +100,7 @@ impl Executor {
             key: cfg.key.clone(),
             fleet,
             admission_urls: cfg.admission_urls.clone(),
+            flush_urls: cfg.flush_urls.clone(),
             http,
         })
     }
@@ -140,36 +142,70 @@ impl Executor {
         if self.admission_urls.is_empty() {
             let how = if self.apply { "MANUAL (no --admission-url)" } else { "would set" };
             say(&format!(
-                "step {step}: {how}: {what} (ShedLayer has no runtime knob yet: lower its \
-                 in-flight limit or shed at the gateway)"
+                "step {step}: {how}: {what} (the knob is ShedLayer::admission; mount \
+                 seawall_tower::server::admission_response and pass its URL)"
             ));
             return Ok(());
         }
         for url in &self.admission_urls {
             let target = format!("{url}?percent={percent}");
-            let Some((rt, client)) = &self.http else {
+            if self.http.is_none() {
                 say(&format!("step {step}: would POST {target}: {what}"));
                 continue;
-            };
-            let req = http::Request::post(&target)
-                .body(Empty::<Bytes>::new())
-                .map_err(|e| EscapeError::Admission { url: url.clone(), message: e.to_string() })?;
-            let status = rt
-                .block_on(async { tokio::time::timeout(REDIS_TIMEOUT, client.request(req)).await })
-                .map_err(|_| EscapeError::Admission {
-                    url: url.clone(),
-                    message: "timed out".into(),
-                })?
-                .map_err(|e| EscapeError::Admission { url: url.clone(), message: e.to_string() })?
-                .status();
-            if !status.is_success() {
-                return Err(EscapeError::Admission {
-                    url: url.clone(),
-                    message: format!("status {status}"),
-                });
             }
+            let status = self
+                .post(&target)
+                .map_err(|message| EscapeError::Admission { url: url.clone(), message })?;
             say(&format!("step {step}: POST {target}: {what}: done ({status})"));
         }
         Ok(())
+    }
+
+    /// Step 3: drops queued work older than the callers' timeout through the flush URLs, or
+    /// prints the check when there are none (a `DeadlineLayer` does it on every seawall server).
+    pub(super) fn flush(
+        &mut self,
+        say: &mut dyn FnMut(&str),
+        step: usize,
+        caller_timeout_s: f64,
+        oldest_s: Option<f64>,
+    ) -> Result<(), EscapeError> {
+        let what = format!("drop queued work older than the callers' {caller_timeout_s} s timeout");
+        let seen = oldest_s.map_or(String::new(), |a| format!(" (oldest queued now {a:.2} s)"));
+        if self.flush_urls.is_empty() {
+            say(&format!(
+                "step {step}: {what}: DeadlineLayer does this on every seawall server; \
+                 elsewhere, flush those queues by hand (or pass --flush-url){seen}"
+            ));
+            return Ok(());
+        }
+        let ms = (caller_timeout_s * 1000.0).round() as u64;
+        for url in &self.flush_urls {
+            let target = format!("{url}?older_than_ms={ms}");
+            if self.http.is_none() {
+                say(&format!("step {step}: would POST {target}: {what}{seen}"));
+                continue;
+            }
+            let status = self
+                .post(&target)
+                .map_err(|message| EscapeError::Flush { url: url.clone(), message })?;
+            say(&format!("step {step}: POST {target}: {what}: done ({status}){seen}"));
+        }
+        Ok(())
+    }
+
+    /// POSTs to an admin URL (bounded by the same timeout as Redis); the status, or what failed.
+    fn post(&self, target: &str) -> Result<http::StatusCode, String> {
+        let Some((rt, client)) = &self.http else {
+            return Err("no HTTP client (dry run)".into());
+        };
+        let req =
+            http::Request::post(target).body(Empty::<Bytes>::new()).map_err(|e| e.to_string())?;
+        let status = rt
+            .block_on(async { tokio::time::timeout(REDIS_TIMEOUT, client.request(req)).await })
+            .map_err(|_| "timed out".to_string())?
+            .map_err(|e| e.to_string())?
+            .status();
+        if status.is_success() { Ok(status) } else { Err(format!("status {status}")) }
     }
 }

@@ -12,7 +12,8 @@
 //! 1. retries to 0 % through the fleet switch (`seawall_tower::client::fleet`, Redis);
 //! 2. admission cut to a fraction on each shedding layer's admin URL (`POST URL?percent=N`) —
 //!    or, with no URL, printed as a manual step with the value to set;
-//! 3. queued work older than the callers' timeout: printed as a check (`DeadlineLayer` drops it);
+//! 3. queued work older than the callers' timeout: dropped through `--flush-url`s, else printed as
+//!    a check (`DeadlineLayer` drops it on seawall servers);
 //! 4. hold until goodput returns and the queue is younger than the callers' timeout;
 //! 5. each ramp stage sets retries to the stage and admission proportionally, holds, and checks
 //!    goodput and queue age; a regression steps back to the previous stage and stops.
@@ -40,6 +41,9 @@ pub struct EscapeConfig {
     pub admission_urls: Vec<String>,
     /// Admission while escaping, percent of normal (default 30).
     pub admission_percent: u8,
+    /// Admin URLs that drop queued work older than a given age (`POST URL?older_than_ms=N`),
+    /// for servers without a `DeadlineLayer`; empty: step 3 is a printed check.
+    pub flush_urls: Vec<String>,
     /// Ramp stages, percent of retries (default 10, 25, 50, 100).
     pub ramp: Vec<u8>,
     /// How long each stage is held and watched.
@@ -63,6 +67,7 @@ impl Default for EscapeConfig {
             key: "seawall:retries".into(),
             admission_urls: Vec::new(),
             admission_percent: 30,
+            flush_urls: Vec::new(),
             ramp: seawall::control::RAMP.to_vec(),
             hold: Duration::from_secs(30),
             max_wait: Duration::from_secs(120),
@@ -106,6 +111,13 @@ pub enum EscapeError {
         /// What happened.
         message: String,
     },
+    /// A flush admin URL failed.
+    Flush {
+        /// The URL.
+        url: String,
+        /// What happened.
+        message: String,
+    },
     /// The first scrape of the watched endpoints failed.
     Scrape(ScrapeError),
 }
@@ -116,6 +128,7 @@ impl fmt::Display for EscapeError {
             EscapeError::Config(m) => write!(f, "{m}"),
             EscapeError::Redis(m) => write!(f, "redis: {m}"),
             EscapeError::Admission { url, message } => write!(f, "admission {url}: {message}"),
+            EscapeError::Flush { url, message } => write!(f, "flush {url}: {message}"),
             EscapeError::Scrape(e) => write!(f, "scrape: {e}"),
         }
     }
@@ -148,12 +161,7 @@ pub fn run(cfg: &EscapeConfig, say: &mut dyn FnMut(&str)) -> Result<Outcome, Esc
 
     ex.retries(say, 1, 0)?;
     ex.admission(say, 2, cfg.admission_percent)?;
-    say(&format!(
-        "step 3: drop queued work older than the callers' {} s timeout: DeadlineLayer does this \
-         on every seawall server; elsewhere, flush those queues by hand{}",
-        cfg.caller_timeout_s,
-        before.map_or(String::new(), |b| format!(" (oldest queued now {:.2} s)", b.queue_age_s))
-    ));
+    ex.flush(say, 3, cfg.caller_timeout_s, before.map(|b| b.queue_age_s))?;
     say(&format!(
         "step 4: hold until goodput returns (at most {:.0} s)",
         cfg.max_wait.as_secs_f64()
