@@ -47,8 +47,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let app = axum::Router::new().route(
         "/menu",
         axum::routing::get(|headers: http::HeaderMap| async move {
-            let attempt = headers.get("request-attempt").map(|v| v.as_bytes().to_vec());
-            if attempt.as_deref() == Some(b"1") {
+            // A first attempt carries no `Request-Attempt` (absent = 1); retries carry 2, 3, …
+            if !headers.contains_key("request-attempt") {
                 (http::StatusCode::SERVICE_UNAVAILABLE, [("retry-pushback-ms", "100")], "busy")
             } else {
                 (http::StatusCode::OK, [("retry-pushback-ms", "0")], "menu")

@@ -3,7 +3,7 @@
 //! | meaning | HTTP | gRPC |
 //! |---|---|---|
 //! | time left for this request | `Request-Timeout-Ms: <ms>` | `grpc-timeout` |
-//! | which attempt this is | `Request-Attempt: <n>` (1 = first) | `grpc-previous-rpc-attempts` |
+//! | which attempt this is | `Request-Attempt: <n>` (1 = first; absent = first) | `grpc-previous-rpc-attempts` |
 //! | wait at least / don't retry | `Retry-After`, `Retry-Pushback-Ms` (negative = don't retry) | `grpc-retry-pushback-ms` |
 //! | safe to retry a write | `Idempotency-Key` | same key in metadata |
 //!
@@ -17,7 +17,9 @@ use std::num::NonZeroU32;
 use http::HeaderName;
 use seawall::deadline::Deadline;
 
-/// `Request-Attempt`: 1 for a first attempt, 2 for the first retry, …
+/// `Request-Attempt`: 1 for a first attempt, 2 for the first retry, … Absent means a first
+/// attempt: seawall's client layers stamp it from the first retry on (a first attempt of a
+/// header-less request then needs no header map at all), and its servers read no header as 1.
 pub const REQUEST_ATTEMPT: HeaderName = HeaderName::from_static("request-attempt");
 /// `Request-Timeout-Ms`: time left for the request, in whole milliseconds.
 pub const REQUEST_TIMEOUT_MS: HeaderName = HeaderName::from_static("request-timeout-ms");

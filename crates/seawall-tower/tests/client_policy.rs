@@ -43,6 +43,13 @@ fn arrivals(seen: &[(Instant, http::HeaderMap)], call: impl std::fmt::Display) -
     seen.iter().filter(|(_, h)| h["x-call"] == call.as_str()).map(|s| s.0).collect()
 }
 
+/// The attempt number a seawall server reads from the headers: `Request-Attempt`, absent = 1 (a
+/// first attempt carries none).
+fn attempt(h: &http::HeaderMap) -> u32 {
+    h.get("request-attempt")
+        .map_or(1, |v| seawall_tower::wire::parse_attempt(v.as_bytes()).unwrap().get())
+}
+
 fn fast(max_attempts: u32) -> PolicyConfig {
     let b = Backoff::new(Jitter::Full, Duration::from_millis(2), Duration::from_millis(10), 2.0);
     PolicyConfig::default().with_backoff(b.unwrap()).with_max_attempts(max_attempts).unwrap()
@@ -94,7 +101,7 @@ async fn budget_stops_retries_under_sustained_failure() {
 async fn retry_after_is_honoured_jittered_and_clamped_by_the_deadline() {
     // Each call is told "Retry-After: 1" on its first attempt and succeeds on its second.
     let (addr, seen) = recording(|_, h| {
-        if h["request-attempt"] == "1" {
+        if attempt(h) == 1 {
             reply(503, &[("retry-after", "1".into())])
         } else {
             reply(200, &[("x-call", h["x-call"].to_str().unwrap().into())])
@@ -157,9 +164,10 @@ async fn post_without_key_is_not_retried_with_a_key_it_is_and_the_key_is_stable(
     assert_eq!(keys.len(), 3);
     assert!(keys.iter().all(|k| *k == keys[0]), "{keys:?}");
     assert_eq!(uuid::Uuid::parse_str(keys[0]).unwrap().get_version_num(), 4);
-    let attempts: Vec<&str> =
-        seen[1..].iter().map(|(_, h)| h["request-attempt"].to_str().unwrap()).collect();
-    assert_eq!(attempts, ["1", "2", "3"]);
+    let attempts: Vec<u32> = seen[1..].iter().map(|(_, h)| attempt(h)).collect();
+    assert_eq!(attempts, [1, 2, 3]);
+    assert!(!seen[1].1.contains_key("request-attempt"), "a first attempt carries no number");
+    assert_eq!(seen[2].1["request-attempt"], "2");
 }
 
 #[tokio::test]
@@ -176,8 +184,7 @@ async fn a_refused_connection_is_retried_even_for_a_post() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_failing_together_retry_at_different_instants() {
-    let (addr, seen) =
-        recording(|_, h| reply(if h["request-attempt"] == "1" { 503 } else { 200 }, &[])).await;
+    let (addr, seen) = recording(|_, h| reply(if attempt(h) == 1 { 503 } else { 200 }, &[])).await;
     let cfg = PolicyConfig::default(); // full jitter under a 50 ms ceiling for the first retry
     let layer =
         RetryLayer::from_policy(RetryPolicy::new(cfg, GrpcThrottle::new(100, 0.1).unwrap()))

@@ -248,7 +248,15 @@ fn stamp<B>(req: &mut Request<B>, protocol: Protocol, attempt: &Attempt, cached:
     let h = req.headers_mut();
     match protocol {
         Protocol::Http => {
-            h.insert(REQUEST_ATTEMPT, small(n));
+            // An absent `Request-Attempt` is a first attempt (wire convention; every seawall
+            // server reads it so): stamping "1" would allocate the header map of a header-less
+            // request for nothing. A number the request already carries (copied from an incoming
+            // request, say) is not this call's: it goes.
+            if n > 1 {
+                h.insert(REQUEST_ATTEMPT, small(n));
+            } else if !h.is_empty() {
+                h.remove(REQUEST_ATTEMPT);
+            }
             if let Some(left) = attempt.time_left() {
                 let ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX).min(9_999_999_999);
                 h.insert(REQUEST_TIMEOUT_MS, cached.value(ms));

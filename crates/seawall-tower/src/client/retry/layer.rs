@@ -34,7 +34,9 @@ use crate::client::metrics::ClientMetrics;
 /// // A dependency that fails once with a 503, then answers.
 /// let dependency = tower::service_fn(move |req: http::Request<Full<Bytes>>| {
 ///     let n = c.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-///     assert_eq!(req.headers()["request-attempt"], (n + 1).to_string().as_str());
+///     // `Request-Attempt` from the first retry on: 2, 3, … (absent means a first attempt).
+///     let attempt = req.headers().get("request-attempt").map(|v| v.to_str().unwrap().to_owned());
+///     assert_eq!(attempt, (n > 0).then(|| (n + 1).to_string()));
 ///     async move {
 ///         let status = if n == 0 { 503 } else { 200 };
 ///         Ok::<_, std::convert::Infallible>(http::Response::builder().status(status).body(()).unwrap())

@@ -13,8 +13,9 @@
 //! pass ~10 % of successes), full-jitter backoff, server hints (`Retry-After`,
 //! `Retry-Pushback-Ms`, `grpc-retry-pushback-ms`) honoured and jittered, and the deadline — from
 //! the request's [`RequestDeadline`](crate::wire::RequestDeadline) extension, else the layer's
-//! default timeout. Each attempt carries `Request-Attempt` and `Request-Timeout-Ms` (gRPC:
-//! `grpc-previous-rpc-attempts`, `grpc-timeout`) and is cut off at its timeout.
+//! default timeout. Each attempt carries `Request-Timeout-Ms` (gRPC: `grpc-timeout`) and each
+//! retry `Request-Attempt: 2`, 3, … (gRPC: `grpc-previous-rpc-attempts`; a first attempt carries
+//! no number, which servers read as 1); each attempt is cut off at its timeout.
 //!
 //! What the service returns:
 //! - `Ok(response)` for a success **and** for answers that belong to the caller (404, 400, gRPC
