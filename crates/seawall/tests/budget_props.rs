@@ -214,6 +214,52 @@ proptest! {
     }
 }
 
+proptest! {
+    /// As above with `now` out of order: each call happens up to 29 s (under four 10 s slots)
+    /// before the newest instant so far, so late calls write into finished slots (which the
+    /// throttle's cache of the finished slots' sums must notice) and read windows older than
+    /// the newest. The ring holds 16 slots and a window 13, so within that lateness nothing a
+    /// window needs is overwritten and the model stays exact.
+    #[test]
+    fn adaptive_is_exact_with_out_of_order_instants(
+        k_tenths in 10u32..=40,
+        ops in proptest::collection::vec((0u64..20, 0u64..30, 0u8..3, 0u32..1000), 0..400),
+    ) {
+        let k = f64::from(k_tenths) / 10.0;
+        let t = AdaptiveThrottle::new(Duration::from_secs(120), k).unwrap();
+        let mut requests: Vec<u64> = Vec::new();
+        let mut accepts: Vec<u64> = Vec::new();
+        let mut newest = 30u64;
+        // Events in the slot of `now` and the 12 before it; later events are not in the window.
+        let in_window = |events: &[u64], now: u64| {
+            events.iter().filter(|&&e| e / 10 <= now / 10 && now / 10 - e / 10 < 13).count() as u64
+        };
+        for (dt, late, op, draw) in ops {
+            newest += dt;
+            let now = newest - late;
+            let at = Instant::from_nanos(now * 1_000_000_000);
+            match op {
+                0 | 1 => {
+                    let (r, a) = (in_window(&requests, now), in_window(&accepts, now));
+                    prop_assert_eq!(t.counts(at), (r, a));
+                    let p = ((r as f64 - k * a as f64) / (r as f64 + 1.0)).max(0.0);
+                    let draw = f64::from(draw) / 1000.0;
+                    prop_assert_eq!(t.admit(at, op == 1, draw), draw >= p);
+                    requests.push(now);
+                }
+                _ => {
+                    if draw % 2 == 0 {
+                        t.record(at, None, AttemptOutcome::Answered);
+                        accepts.push(now);
+                    } else {
+                        t.record(at, None, AttemptOutcome::Failed(RetryCause::Throttled));
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn ratio_window_checker_catches_an_overspend() {
     // The checker must fail on a budget that lets one retry too many.

@@ -5,7 +5,8 @@ use std::thread;
 use std::time::Duration;
 
 use seawall::budget::{
-    AttemptOutcome, AwsRetryQuota, Budget, EnvoyRetryBudget, RatioBudget, RetryCause,
+    AdaptiveThrottle, AttemptOutcome, AwsRetryQuota, Budget, EnvoyRetryBudget, RatioBudget,
+    RetryCause,
 };
 use seawall::time::Instant;
 
@@ -100,4 +101,43 @@ fn envoy_budget_never_exceeds_its_floor_and_balances() {
     // 4 threads hold at most 4 attempts (limit 3 until 15 are active, which never happens).
     assert!(max_seen.iter().all(|&m| m <= 3), "{max_seen:?}");
     assert_eq!((b.active(), b.retries_in_flight()), (0, 0), "an update was lost");
+}
+
+#[test]
+fn adaptive_throttle_loses_no_count_and_keeps_no_stale_cache() {
+    // Threads count requests and accepts all over one window — in the newest slot, and late
+    // into finished slots whose sums other threads are caching at the same time — and read it
+    // from every slot. Once they are done, the window read from each slot must hold exactly the
+    // events up to that slot: a lost update or a cache entry that missed a late write shows.
+    const CALLS: u64 = 40_000;
+    const SLOT: u64 = 10_000_000_000; // 10 s
+    let t = AdaptiveThrottle::default();
+    // Call `i` of thread `n`: slot 0..=12, mostly the newest reached so far, often late.
+    let slot_of = |n: usize, i: u64| {
+        let newest = (i * 13 / CALLS).min(12);
+        let x = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (n as u64) << 40;
+        if x >> 61 == 0 { (x >> 20) % (newest + 1) } else { newest }
+    };
+    let at = |slot: u64, i: u64| Instant::from_nanos(slot * SLOT + i % SLOT);
+    together(|n| {
+        for i in 0..CALLS {
+            let slot = slot_of(n, i);
+            t.admit(at(slot, i), false, 0.5);
+            if i % 3 != 0 {
+                t.record(at(slot, i), None, AttemptOutcome::Answered);
+            }
+        }
+    });
+    for g in 0..13 {
+        let (mut requests, mut accepts) = (0, 0);
+        for n in 0..THREADS {
+            for i in 0..CALLS {
+                if slot_of(n, i) <= g {
+                    requests += 1;
+                    accepts += u64::from(i % 3 != 0);
+                }
+            }
+        }
+        assert_eq!(t.counts(at(g, 0)), (requests, accepts), "window read at slot {g}");
+    }
 }

@@ -1,10 +1,9 @@
 //! Google SRE adaptive client throttling: refuse locally, with a probability, what the backend
 //! would refuse anyway.
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::window::{SlotClock, SlotCounts};
+use super::window::{CachedSums, SlotClock};
 use super::{AttemptOutcome, Budget, RetryCause, Withdrawal};
 use crate::error::{ConfigError, check_f64};
 use crate::time::Instant;
@@ -37,7 +36,9 @@ const ACCEPTS: usize = 1;
 ///
 /// The window is 12 slots of `window / 12` (10 s by default) plus the slot in progress, so it
 /// remembers between `window` and `window + window/12`. Counts are kept in the tagged slots of
-/// the crate's internal `budget::window` ring, lock-free and driven only by `now`.
+/// the crate's internal `budget::window` ring, lock-free and driven only by `now`; the sums of the
+/// 12 finished slots are cached per slot (invalidated by any write into them), so a decision
+/// reads the cache and the current slot rather than the whole window.
 ///
 /// ```
 /// use seawall::budget::{AdaptiveThrottle, AttemptOutcome, Budget};
@@ -58,8 +59,9 @@ const ACCEPTS: usize = 1;
 #[derive(Debug)]
 pub struct AdaptiveThrottle {
     clock: SlotClock,
-    /// Lane [`REQUESTS`] and lane [`ACCEPTS`] of each slot share a cache line.
-    counts: SlotCounts<2>,
+    /// Lane [`REQUESTS`] and lane [`ACCEPTS`] of each slot share a cache line; the sums of the
+    /// finished slots are cached, so a read is the cache plus the current slot.
+    counts: CachedSums<2>,
     k: f64,
 }
 
@@ -79,7 +81,7 @@ impl AdaptiveThrottle {
         }
         let k = check_f64("budget.k", "in [1, 10]", k, 1.0, 10.0)?;
         let slot_nanos = u64::try_from(window.as_nanos()).unwrap_or(u64::MAX) / u64::from(SLOTS);
-        Ok(AdaptiveThrottle { clock: SlotClock::new(slot_nanos), counts: SlotCounts::new(), k })
+        Ok(AdaptiveThrottle { clock: SlotClock::new(slot_nanos), counts: CachedSums::new(SPAN), k })
     }
 
     /// `(requests, accepts)` in the window at `now`.
@@ -88,7 +90,7 @@ impl AdaptiveThrottle {
     }
 
     fn counts_at(&self, generation: u64) -> (u64, u64) {
-        let [requests, accepts] = self.counts.sums(generation, SPAN, 0, Ordering::Relaxed);
+        let [requests, accepts] = self.counts.sums(generation);
         (requests, accepts)
     }
 
@@ -108,10 +110,10 @@ impl AdaptiveThrottle {
 impl Budget for AdaptiveThrottle {
     fn admit(&self, now: Instant, _retry: bool, draw: f64) -> bool {
         let g = self.clock.generation(now);
-        let (requests, accepts) = self.counts_at(g);
         // Counted whether or not it is refused: that is what makes the throttle let a trickle
-        // through (requests grow, accepts do not, but p stays below 1).
-        let _ = self.counts.incr(REQUESTS, g, Ordering::Relaxed);
+        // through (requests grow, accepts do not, but p stays below 1). The decision is drawn
+        // from the counts just before this request.
+        let [requests, accepts] = self.counts.incr_and_sums(REQUESTS, g);
         // Healthy (the common case): skip the division.
         if requests as f64 <= self.k * accepts as f64 {
             return true;
@@ -125,7 +127,7 @@ impl Budget for AdaptiveThrottle {
 
     fn record(&self, now: Instant, _: Option<Withdrawal>, outcome: AttemptOutcome) {
         if outcome == AttemptOutcome::Answered {
-            let _ = self.counts.incr(ACCEPTS, self.clock.generation(now), Ordering::Relaxed);
+            let _ = self.counts.incr(ACCEPTS, self.clock.generation(now));
         }
     }
 }
