@@ -114,8 +114,9 @@ impl Budget for AdaptiveThrottle {
         // through (requests grow, accepts do not, but p stays below 1). The decision is drawn
         // from the counts just before this request.
         let [requests, accepts] = self.counts.incr_and_sums(REQUESTS, g);
-        // Healthy (the common case): skip the division.
-        if requests as f64 <= self.k * accepts as f64 {
+        // Healthy (the common case): skip the division. `requests <= accepts` implies the
+        // float comparison (K ≥ 1, and rounding is monotone) without converting to floats.
+        if requests <= accepts || requests as f64 <= self.k * accepts as f64 {
             return true;
         }
         draw >= self.probability(requests, accepts)

@@ -295,17 +295,22 @@ impl<const LANES: usize> CachedSums<LANES> {
     /// Per lane, the sum of the finished slots of `generation` (ages 1 ..= back − 1): from the
     /// cache if it holds them, otherwise summed (and, if `generation` is the newest asked for,
     /// published).
-    #[inline]
+    #[inline(always)]
     fn finished(&self, generation: u64) -> [u64; LANES] {
-        let c = &self.cache;
-        let h = c.hi.load(Ordering::SeqCst);
-        if h == generation {
-            if let Some(finished) = self.cached(generation) {
-                return finished;
-            }
-        } else if h > generation {
-            return self.scan_finished(generation);
+        if self.cache.hi.load(Ordering::SeqCst) == generation
+            && let Some(finished) = self.cached(generation)
+        {
+            return finished;
         }
+        self.finished_uncached(generation)
+    }
+
+    /// [`CachedSums::finished`] without a usable entry: a late reader sums the ring; the
+    /// newest one also publishes what it summed.
+    #[cold]
+    #[inline(never)]
+    fn finished_uncached(&self, generation: u64) -> [u64; LANES] {
+        let c = &self.cache;
         if c.hi.fetch_max(generation, Ordering::SeqCst) > generation {
             return self.scan_finished(generation);
         }
@@ -323,6 +328,7 @@ impl<const LANES: usize> CachedSums<LANES> {
     }
 
     /// The finished sums of `generation`, if the entry is for it and still valid.
+    #[inline(always)]
     fn cached(&self, generation: u64) -> Option<[u64; LANES]> {
         let c = &self.cache;
         let s1 = c.seq.load(Ordering::Acquire);
