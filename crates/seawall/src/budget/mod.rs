@@ -134,6 +134,13 @@ pub trait Budget: Send + Sync + fmt::Debug {
         true
     }
 
+    /// Whether [`admit`](Self::admit) uses its `draw`. When false, the policy passes a fixed
+    /// value instead of drawing from the call's random stream, which a successful call then
+    /// never has to seed. Default: true (always correct); say false only if `admit` ignores it.
+    fn admit_draws(&self) -> bool {
+        true
+    }
+
     /// May a retry be sent? `Some` pays for it.
     fn withdraw(&self, now: Instant, cause: RetryCause) -> Option<Withdrawal>;
 
@@ -149,6 +156,9 @@ pub trait Budget: Send + Sync + fmt::Debug {
 impl<B: Budget + ?Sized> Budget for std::sync::Arc<B> {
     fn admit(&self, now: Instant, retry: bool, draw: f64) -> bool {
         (**self).admit(now, retry, draw)
+    }
+    fn admit_draws(&self) -> bool {
+        (**self).admit_draws()
     }
     fn withdraw(&self, now: Instant, cause: RetryCause) -> Option<Withdrawal> {
         (**self).withdraw(now, cause)
@@ -167,6 +177,9 @@ impl<B: Budget + ?Sized> Budget for std::sync::Arc<B> {
 pub struct Unlimited;
 
 impl Budget for Unlimited {
+    fn admit_draws(&self) -> bool {
+        false
+    }
     fn withdraw(&self, _: Instant, _: RetryCause) -> Option<Withdrawal> {
         Some(Withdrawal::new(0))
     }
@@ -228,6 +241,18 @@ impl Budget for AnyBudget {
     fn admit(&self, now: Instant, retry: bool, draw: f64) -> bool {
         dispatch!(self, b => b.admit(now, retry, draw))
     }
+    /// Only the adaptive throttle refuses with a probability; the others' `admit` ignores the
+    /// draw (checked by a test below: a variant that starts using it must be listed here).
+    fn admit_draws(&self) -> bool {
+        match self {
+            AnyBudget::Adaptive(b) => b.admit_draws(),
+            AnyBudget::Unlimited(_)
+            | AnyBudget::Grpc(_)
+            | AnyBudget::Aws(_)
+            | AnyBudget::Ratio(_)
+            | AnyBudget::Envoy(_) => false,
+        }
+    }
     fn withdraw(&self, now: Instant, cause: RetryCause) -> Option<Withdrawal> {
         dispatch!(self, b => b.withdraw(now, cause))
     }
@@ -236,5 +261,50 @@ impl Budget for AnyBudget {
     }
     fn release(&self, now: Instant, w: Withdrawal) {
         dispatch!(self, b => b.release(now, w))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// `AnyBudget::admit_draws` says which budgets may be given a fixed draw: their admission
+    /// must not depend on it, in any state.
+    #[test]
+    fn budgets_that_say_they_do_not_draw_ignore_the_draw() {
+        let kinds: [fn() -> AnyBudget; 5] = [
+            || Unlimited.into(),
+            || GrpcThrottle::default().into(),
+            || AwsRetryQuota::default().into(),
+            || RatioBudget::default().into(),
+            || EnvoyRetryBudget::default().into(),
+        ];
+        for make in kinds {
+            let (low, high) = (make(), make());
+            assert!(!low.admit_draws(), "{low:?}");
+            let mut now = Instant::ZERO;
+            for i in 0..200u32 {
+                let retry = i % 3 != 0;
+                assert_eq!(
+                    low.admit(now, retry, 0.0),
+                    high.admit(now, retry, 0.999_999),
+                    "{low:?}"
+                );
+                for b in [&low, &high] {
+                    let paid = if retry { b.withdraw(now, RetryCause::Transient) } else { None };
+                    let failed = i % 5 < 3;
+                    let outcome = if failed {
+                        AttemptOutcome::Failed(RetryCause::Transient)
+                    } else {
+                        AttemptOutcome::Answered
+                    };
+                    b.record(now, paid, outcome);
+                }
+                now = now + Duration::from_millis(50);
+            }
+        }
+        assert!(AnyBudget::from(AdaptiveThrottle::default()).admit_draws());
     }
 }

@@ -410,7 +410,10 @@ pub struct Call {
     safe_to_retry: bool,
     replayable: bool,
     deadline: Option<Deadline>,
-    rng: SeededRng,
+    /// The call's random stream, taken from the policy's [`SeedSource`] on the call's first draw:
+    /// most calls never draw (no retry, no breaker, a budget that does not draw on admission),
+    /// and seeding costs more than the rest of a successful call's decisions.
+    rng: Option<SeededRng>,
     prev_wait: Duration,
     paid: Option<Withdrawal>,
     permit: Option<BreakerPermit>,
@@ -518,12 +521,18 @@ impl<B: Budget> RetryPolicy<B> {
             safe_to_retry: request.safe_to_retry,
             replayable: request.replayable,
             deadline,
-            rng: self.seeds.stream(),
+            rng: None,
             prev_wait: Duration::ZERO,
             paid: None,
             permit: None,
             last: None,
         }
+    }
+
+    /// The call's random stream, seeded on first use. Streams are handed out in the order of
+    /// calls' first draws, so a seeded policy driven in the same order makes the same decisions.
+    fn rng<'a>(&'a self, call: &'a mut Call) -> &'a mut SeededRng {
+        call.rng.get_or_insert_with(|| self.seeds.stream())
     }
 
     fn finish(&self, call: &mut Call, now: Instant, outcome: Result<(), GiveUpReason>) {
@@ -559,12 +568,15 @@ impl<B: Budget> RetryPolicy<B> {
             return Err(self.give_up(call, now, GiveUpReason::RetriesDisabled));
         }
         if let Some(b) = &self.breaker {
-            match b.admit(now, call.rng.next_f64()) {
+            match b.admit(now, self.rng(call).next_f64()) {
                 Ok(p) => call.permit = Some(p),
                 Err(_) => return Err(self.give_up(call, now, GiveUpReason::CircuitOpen)),
             }
         }
-        if !self.budget.admit(now, retry, call.rng.next_f64()) {
+        // Only budgets that refuse with a probability get a draw of their own (see
+        // `Budget::admit_draws`); the others get a fixed value and the call's stream is untouched.
+        let draw = if self.budget.admit_draws() { self.rng(call).next_f64() } else { 0.5 };
+        if !self.budget.admit(now, retry, draw) {
             if let (Some(b), Some(p)) = (&self.breaker, call.permit.take()) {
                 b.release(p);
             }
@@ -608,7 +620,8 @@ impl<B: Budget> RetryPolicy<B> {
         let outcome = cause.map_or(AttemptOutcome::Answered, AttemptOutcome::Failed);
         self.budget.record(now, call.paid.take(), outcome);
         if let (Some(b), Some(p)) = (&self.breaker, call.permit.take()) {
-            b.record_with_draw(now, p, cause.is_none(), call.rng.next_f64());
+            let draw = self.rng(call).next_f64();
+            b.record_with_draw(now, p, cause.is_none(), draw);
         }
 
         let cause = match (class, cause) {
@@ -629,7 +642,7 @@ impl<B: Budget> RetryPolicy<B> {
             Some(GiveUpReason::NotReplayable)
         } else if !call.safe_to_retry && class != Class::Retryable(Transient::ConnectRefused) {
             Some(GiveUpReason::NotIdempotent)
-        } else if !self.control.allows_retry(call.rng.next_f64()) {
+        } else if !self.control.allows_retry(self.rng(call).next_f64()) {
             Some(GiveUpReason::RetriesDisabled)
         } else {
             None
@@ -640,7 +653,8 @@ impl<B: Budget> RetryPolicy<B> {
 
         let throttled = cause == RetryCause::Throttled;
         let retry_no = call.attempts; // the retry about to be scheduled: 1 after the first attempt
-        let mut wait = self.cfg.backoff.delay(retry_no, throttled, call.prev_wait, &mut call.rng);
+        let prev_wait = call.prev_wait;
+        let mut wait = self.cfg.backoff.delay(retry_no, throttled, prev_wait, self.rng(call));
         if let Hint::After(h) = hint {
             if h > self.cfg.max_wait {
                 return Decision::GiveUp(self.give_up(
@@ -649,7 +663,7 @@ impl<B: Budget> RetryPolicy<B> {
                     GiveUpReason::ServerSaidDontRetry,
                 ));
             }
-            let spread = h.mul_f64(self.cfg.hint_spread * call.rng.next_f64());
+            let spread = h.mul_f64(self.cfg.hint_spread * self.rng(call).next_f64());
             wait = wait.max(h + spread).min(self.cfg.max_wait).max(h);
         } else {
             wait = wait.min(self.cfg.max_wait);

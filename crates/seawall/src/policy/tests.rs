@@ -293,3 +293,25 @@ fn abandon_counts_as_abandoned() {
     p.abandon(&mut call, T0);
     assert_eq!(p.metrics().snapshot().give_ups(GiveUpReason::Abandoned), 1);
 }
+
+#[test]
+fn a_call_that_never_draws_takes_no_random_stream() {
+    // With a budget that does not draw on admission, a successful call never seeds a stream: a
+    // failing call after it draws exactly what it would have drawn first.
+    let waits = |successes_first: usize| {
+        let budget = crate::budget::AnyBudget::Grpc(GrpcThrottle::default());
+        let p = RetryPolicy::new(PolicyConfig::default(), budget).with_seed(9);
+        for _ in 0..successes_first {
+            let mut call = p.start(T0, RequestInfo::idempotent(), None);
+            p.before_attempt(&mut call, T0).unwrap();
+            assert_eq!(
+                p.after_attempt(&mut call, T0, Class::Success, Hint::None),
+                Decision::Success
+            );
+            assert!(call.rng.is_none());
+        }
+        run_all(&p, RequestInfo::idempotent(), fail_503(), Hint::None).0
+    };
+    assert_eq!(waits(0), waits(5));
+    assert!(matches!(waits(0)[0], Decision::Retry { after } if after > Duration::ZERO));
+}
