@@ -25,23 +25,24 @@ use crate::client::engine::Sent;
 use crate::client::retry::error::BoxError;
 
 pin_project! {
-    /// Nothing until the service is ready, then the service's future.
+    /// The request until the service is ready and takes it, then the service's future: the two
+    /// share their space.
     #[project = InnerProj]
-    enum Inner<F> {
-        Waiting,
+    enum Inner<B, F> {
+        Waiting { req: Option<Request<B>> },
         Called { #[pin] fut: F },
     }
 }
 
 pin_project! {
-    /// One attempt in flight. Poll it with the service it is sent through and the request, which
-    /// stays with the call ([`Ctx::next`](crate::client::engine::Ctx)) until the service takes it.
+    /// One attempt in flight, with its request until the service takes it. Poll it with the
+    /// service it is sent through.
     pub(crate) struct Sending<S, B>
     where
         S: Service<Request<B>>,
     {
         #[pin]
-        inner: Inner<S::Future>,
+        inner: Inner<B, S::Future>,
         span: tracing::Span,
         timeout: Option<Duration>,
         at: Instant,
@@ -53,11 +54,20 @@ impl<S, B> Sending<S, B>
 where
     S: Service<Request<B>>,
 {
-    /// A placeholder, to be [`arm`](Self::arm)ed before it is polled.
+    /// An attempt of `req`, to be [`arm`](Self::arm)ed before it is polled.
     #[inline]
-    pub(crate) fn idle() -> Self {
+    pub(crate) fn new(req: Request<B>) -> Self {
         let (span, timeout, at) = (tracing::Span::none(), None, Instant::ZERO);
-        Sending { inner: Inner::Waiting, span, timeout, at, timer: None }
+        Sending { inner: Inner::Waiting { req: Some(req) }, span, timeout, at, timer: None }
+    }
+
+    /// The request, until the service has taken it.
+    #[inline]
+    pub(crate) fn request_mut(self: Pin<&mut Self>) -> Option<&mut Request<B>> {
+        match self.project().inner.project() {
+            InnerProj::Waiting { req } => req.as_mut(),
+            InnerProj::Called { .. } => None,
+        }
     }
 
     /// Sets up the attempt that the policy allowed `at`.
@@ -79,7 +89,6 @@ where
     pub(crate) fn poll_send<RB>(
         self: Pin<&mut Self>,
         svc: &mut S,
-        req: &mut Option<Request<B>>,
         cx: &mut Context<'_>,
     ) -> Poll<Sent<RB>>
     where
@@ -89,7 +98,7 @@ where
         let mut this = self.project();
         let sent = {
             let _entered = this.span.enter();
-            poll_inner(this.inner.as_mut(), svc, req, cx)
+            poll_inner(this.inner.as_mut(), svc, cx)
         };
         if let Poll::Ready(r) = sent {
             return Poll::Ready(Some(r));
@@ -106,9 +115,8 @@ where
 }
 
 fn poll_inner<S, B, RB>(
-    mut inner: Pin<&mut Inner<S::Future>>,
+    mut inner: Pin<&mut Inner<B, S::Future>>,
     svc: &mut S,
-    req: &mut Option<Request<B>>,
     cx: &mut Context<'_>,
 ) -> Poll<Result<Response<RB>, BoxError>>
 where
@@ -117,7 +125,7 @@ where
 {
     loop {
         match inner.as_mut().project() {
-            InnerProj::Waiting => {
+            InnerProj::Waiting { req } => {
                 if let Err(e) = ready!(svc.poll_ready(cx)) {
                     return Poll::Ready(Err(e.into()));
                 }

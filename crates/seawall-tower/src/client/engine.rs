@@ -1,6 +1,7 @@
 //! What both layers do around each attempt: the core policy decides, this adapter stamps,
-//! classifies and keeps the call's state between attempts ([`Ctx`]). The sending itself is in
-//! `attempt.rs`, the future that drives a call in `retry/future.rs`.
+//! classifies and keeps the call's state between attempts ([`Ctx`]). The sending itself (and the
+//! request of the attempt, until the service takes it) is in `attempt.rs`, the future that drives
+//! a call in `retry/future.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,16 +47,18 @@ impl<Bu> Clone for Shared<Bu> {
     }
 }
 
-/// One logical call between attempts: the policy's per-call state, the request for the next
-/// attempt and the spare copy of it for a retry. Requests stay in place here (stamped where they
-/// lie, taken only by the service's `call`): they are the largest part of the call's future, and
-/// every move of the future is a copy. Dropping it before the call has ended abandons the call,
-/// which returns what it held to the budget and breaker.
+/// One logical call between attempts: the policy's per-call state and the spare copy of the
+/// request for a retry. Built when the service is called ([`new`](Self::new)) and started, in
+/// place, on the future's first poll ([`start`](Self::start)): it is a large part of the call's
+/// future, and every move of the future is a copy. The request of the attempt in flight lives
+/// with the attempt (`attempt::Sending`), where the service's future takes its place. Dropping a
+/// started call before it has ended abandons it, which returns what it held to the budget and
+/// breaker.
 pub(crate) struct Ctx<S, B, RB, Bu: Budget> {
     pub(crate) svc: S,
     shared: Arc<Shared<Bu>>,
-    call: Call,
-    pub(crate) next: Option<Request<B>>,
+    /// `None` until the call starts.
+    call: Option<Call>,
     spare: Option<Request<B>>,
     protocol: Protocol,
     started: Instant,
@@ -65,28 +68,50 @@ pub(crate) struct Ctx<S, B, RB, Bu: Budget> {
 
 impl<S, B, RB, Bu: Budget> Drop for Ctx<S, B, RB, Bu> {
     fn drop(&mut self) {
-        if !self.call.is_finished() {
-            self.shared.policy.abandon(&mut self.call, SystemClock.now());
+        if let Some(call) = &mut self.call
+            && !call.is_finished()
+        {
+            self.shared.policy.abandon(call, SystemClock.now());
         }
     }
 }
 
-/// What comes after an attempt.
-pub(crate) enum Step<RB> {
+/// What comes after an attempt. Returned and matched at once, never stored: the size of the
+/// retry's request costs no copy on the success path (boxing it would cost a retry an allocation).
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Step<RB, B> {
     /// The call is over.
     Done(Result<Response<RB>, GaveUpError<RB>>),
-    /// Wait `after`, then send the next attempt; `last` is what the failed attempt produced.
-    Retry { after: Duration, last: LastOutcome<RB> },
+    /// Wait `after`, then send `next`; `last` is what the failed attempt produced.
+    Retry { after: Duration, last: LastOutcome<RB>, next: Request<B> },
 }
 
 /// An attempt's result: the response or transport error, `None` if it timed out.
 pub(crate) type Sent<RB> = Option<Result<Response<RB>, BoxError>>;
 
-impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
-    /// Starts a logical call for `req` (stamping an idempotency key on it if configured). The
-    /// call's first attempt starts at [`started`](Self::started): one clock read serves both.
+impl<S, B, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
+    /// A call through `svc`, not started yet.
     #[inline]
-    pub(crate) fn start(svc: S, shared: Arc<Shared<Bu>>, mut req: Request<B>) -> Self {
+    pub(crate) fn new(svc: S, shared: Arc<Shared<Bu>>) -> Self {
+        Ctx {
+            svc,
+            shared,
+            call: None,
+            spare: None,
+            protocol: Protocol::Http,
+            started: Instant::ZERO,
+            max_attempts: 1,
+            _response: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
+    /// Starts the logical call for `req` (stamping an idempotency key on it if configured) and
+    /// returns when: the call's first attempt starts then too, one clock read serves both.
+    #[inline]
+    pub(crate) fn start(&mut self, req: &mut Request<B>) -> Instant {
+        let shared = &*self.shared;
         let policy = &*shared.policy;
         let started = SystemClock.now();
         let protocol = Protocol::of(req.headers());
@@ -107,33 +132,20 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
         let max_attempts = policy.config().max_attempts();
         // The copy for a retry is taken before the first attempt consumes the request; for
         // `Bytes`-like bodies it is reference counts, plus the header map when there is one.
-        let spare = if max_attempts > 1 { replay_request(&req) } else { None };
+        let spare = if max_attempts > 1 { replay_request(req) } else { None };
         // A body that cannot be replayed is sent once: tell the policy it is not safe to resend.
         let info = if max_attempts > 1 && spare.is_none() {
             RequestInfo::send_once()
         } else {
             RequestInfo::http(req.method().as_str(), has_key)
         };
-        let call = policy.start(started, info, deadline);
+        self.call = Some(policy.start(started, info, deadline));
         if let Some(m) = &shared.metrics {
             m.call_started();
         }
-        Ctx {
-            svc,
-            shared,
-            call,
-            next: Some(req),
-            spare,
-            protocol,
-            started,
-            max_attempts,
-            _response: std::marker::PhantomData,
-        }
-    }
-
-    /// When the call started (the first attempt's start).
-    pub(crate) fn started(&self) -> Instant {
-        self.started
+        (self.spare, self.protocol, self.started) = (spare, protocol, started);
+        self.max_attempts = max_attempts;
+        started
     }
 
     /// The error for a call the policy gave up on, with what the last attempt produced.
@@ -145,19 +157,27 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
             }
         }
         tracing::debug!(reason = g.reason.as_str(), overloaded = g.overloaded, "seawall: gave up");
-        GaveUpError::new(g, self.call.attempts(), self.protocol == Protocol::Grpc, last)
+        let attempts = self.call.as_ref().map_or(0, Call::attempts);
+        GaveUpError::new(g, attempts, self.protocol == Protocol::Grpc, last)
     }
 
-    /// Asks the policy whether the next attempt may start `at`; if so, keeps a spare copy of
-    /// the next request when another retry may follow and stamps the attempt's headers on it.
-    /// On a refusal the call is over: report it with [`give_up`](Self::give_up).
+    /// Asks the policy whether the attempt with request `req` (`None` only by a bug) may start
+    /// `at`; if so, keeps a spare copy of the request when another retry may follow and stamps
+    /// the attempt's headers on it. On a refusal the call is over: report it with
+    /// [`give_up`](Self::give_up).
     #[inline]
-    pub(crate) fn begin(&mut self, at: Instant) -> Result<Attempt, GiveUp> {
-        let attempt = self.shared.policy.before_attempt(&mut self.call, at)?;
-        let Some(req) = self.next.as_mut() else {
+    pub(crate) fn begin(
+        &mut self,
+        at: Instant,
+        req: Option<&mut Request<B>>,
+    ) -> Result<Attempt, GiveUp> {
+        let policy = &*self.shared.policy;
+        let call = self.call.as_mut().expect("the call has started");
+        let attempt = policy.before_attempt(call, at)?;
+        let Some(req) = req else {
             // Unreachable by construction (an attempt only begins with a request in hand);
             // fail closed.
-            self.shared.policy.abandon(&mut self.call, at);
+            policy.abandon(call, at);
             return Err(GiveUp { reason: GiveUpReason::NotReplayable, overloaded: true });
         };
         if attempt.number() < self.max_attempts && attempt.number() > 1 {
@@ -172,8 +192,9 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
 
     /// Reports an attempt's result to the policy: the call's end, or the wait and the request
     /// for the next attempt.
-    pub(crate) fn end(&mut self, result: Sent<RB>) -> Step<RB> {
+    pub(crate) fn end(&mut self, result: Sent<RB>) -> Step<RB, B> {
         let shared = &*self.shared;
+        let call = self.call.as_mut().expect("the call has started");
         let (class, hint, outcome) = match result {
             Some(Ok(resp)) => {
                 let (class, hint) = classify_response(&shared.classifier, self.protocol, &resp);
@@ -184,7 +205,7 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
         };
         let now = SystemClock.now();
         let policy = &*shared.policy;
-        match policy.after_attempt(&mut self.call, now, class, hint) {
+        match policy.after_attempt(call, now, class, hint) {
             Decision::Success => {
                 if let Some(m) = &shared.metrics {
                     m.succeeded(now - self.started);
@@ -209,13 +230,12 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
             Decision::Retry { after } => {
                 let Some(next) = self.spare.take() else {
                     // A streaming body, refused before it was sent: it cannot be resent.
-                    policy.abandon(&mut self.call, now);
+                    policy.abandon(call, now);
                     let g = GiveUp { reason: GiveUpReason::NotReplayable, overloaded: true };
                     return Step::Done(Err(self.give_up(g, outcome)));
                 };
-                self.next = Some(next);
                 tracing::debug!(wait_ms = after.as_millis() as u64, "seawall: retrying");
-                Step::Retry { after, last: outcome }
+                Step::Retry { after, last: outcome, next }
             }
         }
     }

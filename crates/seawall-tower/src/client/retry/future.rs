@@ -35,27 +35,24 @@ pin_project! {
         S: Service<Request<B>>,
         Bu: Budget,
     {
+        // Everything is built when the service is called and filled in where it lies on the
+        // first poll: every move of the future is a copy of it. Dropped in this order: the call
+        // (abandoned if it has not ended), then the attempt in flight.
+        ctx: Option<Ctx<S, B, RB, Bu>>,
         #[pin]
-        state: State<S, B, RB, Bu>,
+        sending: Sending<S, B>,
+        phase: Phase<RB>,
     }
 }
 
-pin_project! {
-    #[project = StateProj]
-    enum State<S, B, RB, Bu>
-    where
-        S: Service<Request<B>>,
-        Bu: Budget,
-    {
-        // Not polled yet: the call starts, and its clock is read, on the first poll.
-        Init { start: Option<(S, Arc<Shared<Bu>>, Request<B>)> },
-        // The first attempt, in flight.
-        First { ctx: Option<Ctx<S, B, RB, Bu>>, #[pin] sending: Sending<S, B> },
-        // The policy refused the first attempt (deadline too close, circuit open, …).
-        Refused { err: Option<GaveUpError<RB>> },
-        Retrying { fut: Boxed<RB> },
-        Done,
-    }
+enum Phase<RB> {
+    // Not polled yet: the call starts, and its clock is read, on the first poll.
+    Init,
+    // The first attempt, in flight.
+    First,
+    // The rest of a call that retries.
+    Retrying(Boxed<RB>),
+    Done,
 }
 
 impl<S, B, RB, Bu> RetryFuture<S, B, RB, Bu>
@@ -66,7 +63,8 @@ where
     /// A call of `req` through `svc`. It starts — the deadline's clock, the copy for a retry,
     /// the policy's first decision — when the future is first polled.
     pub(crate) fn new(svc: S, shared: Arc<Shared<Bu>>, req: Request<B>) -> Self {
-        RetryFuture { state: State::Init { start: Some((svc, shared, req)) } }
+        let (ctx, sending) = (Some(Ctx::new(svc, shared)), Sending::new(req));
+        RetryFuture { ctx, sending, phase: Phase::Init }
     }
 }
 
@@ -82,54 +80,49 @@ where
     type Output = Output<RB>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut state = self.project().state;
+        let mut this = self.project();
         loop {
-            match state.as_mut().project() {
-                StateProj::Init { start } => {
-                    let (svc, shared, req) = start.take().expect("polled after completion");
-                    // Built where it lies and then filled in: every move of the call's state is
-                    // a copy of it.
-                    let ctx = Some(Ctx::start(svc, shared, req));
-                    state.set(State::First { ctx, sending: Sending::idle() });
-                    let StateProj::First { ctx: Some(c), sending } = state.as_mut().project()
-                    else {
-                        unreachable!("set just above")
-                    };
-                    let at = c.started();
-                    match c.begin(at) {
-                        Ok(attempt) => sending.arm(&attempt, at),
+            match this.phase {
+                Phase::Init => {
+                    let c = this.ctx.as_mut().expect("a call not started has its context");
+                    let mut req = this.sending.as_mut().request_mut();
+                    let Some(r) = req.as_deref_mut() else { unreachable!("not sent yet") };
+                    let at = c.start(r);
+                    match c.begin(at, req) {
+                        Ok(attempt) => {
+                            this.sending.as_mut().arm(&attempt, at);
+                            *this.phase = Phase::First;
+                        }
                         Err(g) => {
-                            let err = Some(c.give_up(g, LastOutcome::NotSent));
-                            state.set(State::Refused { err });
+                            let err = c.give_up(g, LastOutcome::NotSent);
+                            *this.ctx = None;
+                            *this.phase = Phase::Done;
+                            return Poll::Ready(Err(err));
                         }
                     }
                 }
-                StateProj::Refused { err } => {
-                    let e = err.take().expect("polled after completion");
-                    state.set(State::Done);
-                    return Poll::Ready(Err(e));
-                }
-                StateProj::First { ctx, sending } => {
-                    let c = ctx.as_mut().expect("polled after completion");
-                    let sent = ready!(sending.poll_send(&mut c.svc, &mut c.next, cx));
+                Phase::First => {
+                    let c = this.ctx.as_mut().expect("polled after completion");
+                    let sent = ready!(this.sending.as_mut().poll_send(&mut c.svc, cx));
                     match c.end(sent) {
                         Step::Done(r) => {
-                            state.set(State::Done);
+                            // The call is over: let go of its service and spare copy now.
+                            *this.ctx = None;
+                            *this.phase = Phase::Done;
                             return Poll::Ready(r);
                         }
-                        Step::Retry { after, last } => {
-                            let c = ctx.take().expect("taken once");
-                            let fut = Box::pin(retry(c, after, last));
-                            state.set(State::Retrying { fut });
+                        Step::Retry { after, last, next } => {
+                            let c = this.ctx.take().expect("taken once");
+                            *this.phase = Phase::Retrying(Box::pin(retry(c, after, last, next)));
                         }
                     }
                 }
-                StateProj::Retrying { fut } => {
+                Phase::Retrying(fut) => {
                     let r = ready!(fut.as_mut().poll(cx));
-                    state.set(State::Done);
+                    *this.phase = Phase::Done;
                     return Poll::Ready(r);
                 }
-                StateProj::Done => panic!("seawall RetryFuture polled after completion"),
+                Phase::Done => panic!("seawall RetryFuture polled after completion"),
             }
         }
     }
@@ -140,6 +133,7 @@ async fn retry<S, B, RB, Bu>(
     mut ctx: Ctx<S, B, RB, Bu>,
     mut after: Duration,
     mut last: LastOutcome<RB>,
+    mut next: Request<B>,
 ) -> Output<RB>
 where
     S: Service<Request<B>, Response = Response<RB>>,
@@ -150,20 +144,20 @@ where
     loop {
         tokio::time::sleep(after).await;
         let at = SystemClock.now();
-        let attempt = match ctx.begin(at) {
+        let mut sending = std::pin::pin!(Sending::new(next));
+        let attempt = match ctx.begin(at, sending.as_mut().request_mut()) {
             Ok(a) => a,
             Err(g) => return Err(ctx.give_up(g, last)),
         };
-        let mut sending = std::pin::pin!(Sending::idle());
         sending.as_mut().arm(&attempt, at);
         let sent = std::future::poll_fn(|cx| {
             let ctx = &mut ctx;
-            sending.as_mut().poll_send(&mut ctx.svc, &mut ctx.next, cx)
+            sending.as_mut().poll_send(&mut ctx.svc, cx)
         })
         .await;
         match ctx.end(sent) {
             Step::Done(r) => return r,
-            Step::Retry { after: a, last: l } => (after, last) = (a, l),
+            Step::Retry { after: a, last: l, next: n } => (after, last, next) = (a, l, n),
         }
     }
 }
