@@ -191,19 +191,30 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
     }
 
     /// Reports an attempt's result to the policy: the call's end, or the wait and the request
-    /// for the next attempt.
-    pub(crate) fn end(&mut self, result: Sent<RB>) -> Step<RB, B> {
+    /// for the next attempt. `sent_at` is when the attempt started if the result came within
+    /// the very poll that sent it.
+    pub(crate) fn end(&mut self, result: Sent<RB>, sent_at: Option<Instant>) -> Step<RB, B> {
         let shared = &*self.shared;
         let call = self.call.as_mut().expect("the call has started");
-        let (class, hint, outcome) = match result {
-            Some(Ok(resp)) => {
-                let (class, hint) = classify_response(&shared.classifier, self.protocol, &resp);
-                (class, hint, LastOutcome::Response(resp))
-            }
-            Some(Err(e)) => (classify_error(&*e), Hint::None, LastOutcome::Error(e)),
-            None => (Class::Retryable(Transient::Timeout), Hint::None, LastOutcome::TimedOut),
+        // Classified in place: the response moves once, into what the call returns.
+        let (class, hint) = match &result {
+            Some(Ok(resp)) => classify_response(&shared.classifier, self.protocol, resp),
+            Some(Err(e)) => (classify_error(&**e), Hint::None),
+            None => (Class::Retryable(Transient::Timeout), Hint::None),
         };
-        let now = SystemClock.now();
+        let outcome = match result {
+            Some(Ok(resp)) => LastOutcome::Response(resp),
+            Some(Err(e)) => LastOutcome::Error(e),
+            None => LastOutcome::TimedOut,
+        };
+        // A success that came back within the poll that sent it is recorded at the attempt's
+        // start, which differs from its end by the service's synchronous work only: one clock
+        // read for the whole call. Failures (their deadline and backoff) and the duration
+        // histogram get the real end.
+        let now = match sent_at {
+            Some(at) if class == Class::Success && shared.metrics.is_none() => at,
+            _ => SystemClock.now(),
+        };
         let policy = &*shared.policy;
         match policy.after_attempt(call, now, class, hint) {
             Decision::Success => {

@@ -81,6 +81,8 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
+        // When the first attempt started, if it was sent in this poll.
+        let mut sent_at = None;
         loop {
             match this.phase {
                 Phase::Init => {
@@ -91,7 +93,7 @@ where
                     match c.begin(at, req) {
                         Ok(attempt) => {
                             this.sending.as_mut().arm(&attempt, at);
-                            *this.phase = Phase::First;
+                            (sent_at, *this.phase) = (Some(at), Phase::First);
                         }
                         Err(g) => {
                             let err = c.give_up(g, LastOutcome::NotSent);
@@ -104,7 +106,7 @@ where
                 Phase::First => {
                     let c = this.ctx.as_mut().expect("polled after completion");
                     let sent = ready!(this.sending.as_mut().poll_send(&mut c.svc, cx));
-                    match c.end(sent) {
+                    match c.end(sent, sent_at) {
                         Step::Done(r) => {
                             // The call is over: let go of its service and spare copy now.
                             *this.ctx = None;
@@ -155,7 +157,7 @@ where
             sending.as_mut().poll_send(&mut ctx.svc, cx)
         })
         .await;
-        match ctx.end(sent) {
+        match ctx.end(sent, None) {
             Step::Done(r) => return r,
             Step::Retry { after: a, last: l, next: n } => (after, last, next) = (a, l, n),
         }
