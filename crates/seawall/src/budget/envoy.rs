@@ -31,6 +31,14 @@ use crate::time::Instant;
 /// compare-and-swap, so racing threads never take more slots than the limit they read. Unbalanced
 /// calls (a `record` without an `admit`) cannot wrap a counter or lend the budget a slot.
 ///
+/// Cost: a first attempt that succeeds is two read-modify-writes of `active` (one `fetch_add` in
+/// `admit`, one `fetch_sub` in `record`) and nothing else, so about twice a bare atomic add is
+/// its floor. Neither can be skipped, even with no retry outstanding: the limit a *later*
+/// `withdraw` computes is a share of the attempts in flight at that moment, so every attempt
+/// must be in `active` from its `admit` to its `record`; and a shared count that many threads
+/// change needs a read-modify-write per change. (Per-thread shards would spare the contended
+/// cache line, not the two writes, and would make `withdraw` sum them.)
+///
 /// ```
 /// use seawall::budget::{AttemptOutcome, Budget, EnvoyRetryBudget, RetryCause};
 /// use seawall::time::Instant;
