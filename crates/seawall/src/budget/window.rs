@@ -24,6 +24,11 @@ pub(crate) const RING: usize = 16;
 /// Saturated counts only ever make a budget more conservative (see the callers).
 const SATURATED: u32 = u32::MAX - (1 << 16);
 
+/// A slot whose tag is more than this many generations *ahead* of the writer's is taken for a
+/// stale slot whose 32-bit tag wrapped (at least ~2³⁰ slots, years at any allowed width), not for
+/// a newer one: a writer a few rings late (a skewed `now`) leaves newer counts alone.
+const STALE_AHEAD: i32 = -(1 << 30);
+
 const fn pack(tag: u32, count: u32) -> u64 {
     ((tag as u64) << 32) | count as u64
 }
@@ -114,8 +119,9 @@ impl<const LANES: usize> SlotCounts<LANES> {
                 // that newer generation — counted later than it happened, never lost.
                 let prev = slot.fetch_add(1, order);
                 return (true, if tag(prev) == t { count(prev) } else { 0 });
-            } else if a > 0 || a < -(RING as i32) {
-                // Older (or so far "ahead" it can only be a stale slot from 2³¹ slots ago).
+            } else if a > 0 || a < STALE_AHEAD {
+                // Older (or so far "ahead" it can only be a stale slot from about 2³¹ slots ago;
+                // a writer merely a few rings behind the newest must not overwrite it).
                 pack(t, 1)
             } else {
                 return (false, 0);
@@ -412,6 +418,20 @@ mod tests {
         assert_eq!(s.sum(20, 16, 0, SC), 1, "undo never goes below zero; 5 still counted");
         s.decr(0, 36, SC);
         assert_eq!(s.sum(20, 16, 0, SC), 1, "undo of another generation does nothing");
+    }
+
+    /// A writer several rings behind the newest (a badly skewed `now`) is refused; it must not
+    /// take the newer generation's slot and lose its counts.
+    #[test]
+    fn a_writer_rings_behind_leaves_newer_counts_alone() {
+        let s = SlotCounts::<1>::new();
+        for _ in 0..3 {
+            assert!(s.incr(0, 100, SC));
+        }
+        for behind in [16u64, 32, 48, 96] {
+            assert!(!s.incr(0, 100 - behind, SC), "{behind} generations behind");
+        }
+        assert_eq!(s.sum(100, 1, 0, SC), 3);
     }
 
     #[test]
