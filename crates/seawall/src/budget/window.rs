@@ -119,7 +119,7 @@ impl<const LANES: usize> SlotCounts<LANES> {
                 // that newer generation — counted later than it happened, never lost.
                 let prev = slot.fetch_add(1, order);
                 return (true, if tag(prev) == t { count(prev) } else { 0 });
-            } else if a > 0 || a < STALE_AHEAD {
+            } else if !(STALE_AHEAD..=0).contains(&a) {
                 // Older (or so far "ahead" it can only be a stale slot from about 2³¹ slots ago;
                 // a writer merely a few rings behind the newest must not overwrite it).
                 pack(t, 1)
