@@ -34,13 +34,15 @@ async fn baseline_stays_down_seawall_recovers() {
     assert!((22.0..=28.0).contains(&fb), "baseline amplification {fb}, expected ≈ 27");
     assert!(fs <= 1.2, "seawall amplification {fs}");
     // The order service's client layer (its Prometheus counter, scraped from `/metrics`) sent
-    // what the dependency received.
+    // what the dependency received — less the attempts the caller abandoned before the
+    // dependency answered them (it counts a request when it answers or rejects it), which grows
+    // with the machine's load in the baseline's storm: never more, and not much less.
     for (r, f) in out.results.runs.iter().zip(&out.figures) {
         let received: f64 = r.series.bottom_attempts_rps.iter().sum();
         let sent = f.client_attempts[2] as f64;
         assert!(
-            (sent - received).abs() <= 0.05 * received + 20.0,
-            "{}: {sent} vs {received}",
+            received <= 1.05 * sent + 20.0 && received >= 0.75 * sent - 20.0,
+            "{}: sent {sent}, received {received}",
             r.policy
         );
     }

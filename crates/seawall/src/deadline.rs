@@ -206,6 +206,8 @@ mod tests {
         assert_eq!(encode_grpc_timeout(Duration::from_nanos(100_000_001)), "100001u");
         assert_eq!(encode_grpc_timeout(Duration::from_secs(1)), "1000000u");
         assert_eq!(encode_grpc_timeout(Duration::from_secs(100_000)), "100000S");
+        // 100,000 s + 1 ns no longer fits in milliseconds: whole seconds, rounded up.
+        assert_eq!(encode_grpc_timeout(Duration::new(100_000, 1)), "100001S");
         assert_eq!(encode_grpc_timeout(Duration::ZERO), "0n");
     }
 
@@ -235,9 +237,10 @@ mod tests {
             let d = Duration::from_nanos(nanos);
             let back = parse_grpc_timeout(&encode_grpc_timeout(d)).unwrap();
             prop_assert!(back >= d);
-            // at most one unit more; a unit is chosen only once the value needs more than eight
-            // digits in the next finer one, so it is at most ~1/1.6·10^6 of the value.
-            prop_assert!((back - d).as_nanos() <= d.as_nanos() / 1_000_000 + 1);
+            // At most one unit more. A unit is chosen only once the value needs more than eight
+            // digits in the next finer one, so one unit is at most 1/10^5 of the value (the
+            // m → S and n → u steps are ×1000: above 99,999,999 ms, whole seconds).
+            prop_assert!((back - d).as_nanos() <= d.as_nanos() / 100_000 + 1);
         }
 
         #[test]

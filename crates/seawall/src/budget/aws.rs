@@ -125,6 +125,11 @@ impl AwsRetryQuota {
 }
 
 impl Budget for AwsRetryQuota {
+    /// `admit` ignores its draw: no random stream needs seeding for it.
+    fn admit_draws(&self) -> bool {
+        false
+    }
+
     fn withdraw(&self, _: Instant, cause: RetryCause) -> Option<Withdrawal> {
         let cost = self.costs.cost(cause);
         self.tokens

@@ -118,6 +118,11 @@ fn decrement(c: &AtomicI64) {
 }
 
 impl Budget for EnvoyRetryBudget {
+    /// `admit` ignores its draw: no random stream needs seeding for it.
+    fn admit_draws(&self) -> bool {
+        false
+    }
+
     fn admit(&self, _: Instant, _: bool, _: f64) -> bool {
         self.active.fetch_add(1, Ordering::AcqRel);
         true

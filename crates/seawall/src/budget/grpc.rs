@@ -59,6 +59,11 @@ impl GrpcThrottle {
 }
 
 impl Budget for GrpcThrottle {
+    /// `admit` ignores its draw: no random stream needs seeding for it.
+    fn admit_draws(&self) -> bool {
+        false
+    }
+
     fn withdraw(&self, _: Instant, _: RetryCause) -> Option<Withdrawal> {
         // gRFC A6 does not charge the retry itself; failures are charged as they happen.
         self.allows(self.milli_tokens.load(Ordering::Relaxed)).then_some(Withdrawal::new(0))

@@ -139,6 +139,11 @@ impl RatioBudget {
 }
 
 impl Budget for RatioBudget {
+    /// `admit` ignores its draw: no random stream needs seeding for it.
+    fn admit_draws(&self) -> bool {
+        false
+    }
+
     fn admit(&self, now: Instant, retry: bool, _draw: f64) -> bool {
         if !retry {
             // A lost deposit (saturated slot, late caller) only makes the budget stricter.
