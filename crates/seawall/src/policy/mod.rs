@@ -39,182 +39,24 @@
 //! assert_eq!(policy.metrics().snapshot().attempts, 2);
 //! ```
 
-use std::fmt;
+mod config;
+mod outcome;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::backoff::Backoff;
 use crate::breaker::{Breaker, BreakerPermit};
 use crate::budget::{AttemptOutcome, Budget, RetryCause, Withdrawal};
 use crate::classify::{Class, Transient, is_idempotent_method};
 use crate::control::Control;
 use crate::deadline::Deadline;
-use crate::error::{ConfigError, check_f64};
 use crate::hint::Hint;
 use crate::metrics::Metrics;
 use crate::rng::{Rng, SeedSource, SeededRng};
 use crate::time::Instant;
 
-/// Whether this layer owns retries for its call path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Role {
-    /// Retries, within the attempt cap, budget and deadline.
-    #[default]
-    Owner,
-    /// One attempt; overload below becomes "overloaded; don't retry" above.
-    FailFast,
-}
-
-/// Why a call gave up. Metrics count give-ups by reason; errors carry it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum GiveUpReason {
-    /// The outcome can never succeed on retry (a 4xx other than 408/429, a non-retryable gRPC
-    /// status).
-    NotRetryable,
-    /// The request is not idempotent and carries no idempotency key.
-    NotIdempotent,
-    /// The attempt cap was reached (for a fail-fast layer, after its one attempt).
-    AttemptsExhausted,
-    /// The retry budget refused ("retry overflow").
-    BudgetExhausted,
-    /// The wait, plus the minimum time an attempt needs, would outlive the deadline.
-    DeadlineTooClose,
-    /// The circuit breaker is open.
-    CircuitOpen,
-    /// Retries are switched off (or ramped down) by runtime control.
-    RetriesDisabled,
-    /// The server said not to retry (negative pushback, "overloaded; don't retry"), or asked for
-    /// a wait longer than the configured maximum.
-    ServerSaidDontRetry,
-    /// Adaptive client throttling refused the attempt locally.
-    ThrottledLocally,
-    /// The request's body cannot be sent again (a stream already consumed), so even a failure
-    /// that proves the request never arrived cannot be retried.
-    NotReplayable,
-    /// The caller abandoned the call (it was cancelled or its future dropped) before it ended.
-    Abandoned,
-}
-
-impl GiveUpReason {
-    /// Number of reasons.
-    pub const COUNT: usize = 11;
-
-    /// Every reason, in [`GiveUpReason::index`] order.
-    pub const ALL: [GiveUpReason; Self::COUNT] = [
-        GiveUpReason::NotRetryable,
-        GiveUpReason::NotIdempotent,
-        GiveUpReason::AttemptsExhausted,
-        GiveUpReason::BudgetExhausted,
-        GiveUpReason::DeadlineTooClose,
-        GiveUpReason::CircuitOpen,
-        GiveUpReason::RetriesDisabled,
-        GiveUpReason::ServerSaidDontRetry,
-        GiveUpReason::ThrottledLocally,
-        GiveUpReason::NotReplayable,
-        GiveUpReason::Abandoned,
-    ];
-
-    /// A dense index in `0..COUNT`, for arrays of counters.
-    pub const fn index(self) -> usize {
-        self as usize
-    }
-
-    /// A stable snake_case name for metrics labels and JSON.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            GiveUpReason::NotRetryable => "not_retryable",
-            GiveUpReason::NotIdempotent => "not_idempotent",
-            GiveUpReason::AttemptsExhausted => "attempts_exhausted",
-            GiveUpReason::BudgetExhausted => "budget_exhausted",
-            GiveUpReason::DeadlineTooClose => "deadline_too_close",
-            GiveUpReason::CircuitOpen => "circuit_open",
-            GiveUpReason::RetriesDisabled => "retries_disabled",
-            GiveUpReason::ServerSaidDontRetry => "server_said_dont_retry",
-            GiveUpReason::ThrottledLocally => "throttled_locally",
-            GiveUpReason::NotReplayable => "not_replayable",
-            GiveUpReason::Abandoned => "abandoned",
-        }
-    }
-}
-
-impl fmt::Display for GiveUpReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            GiveUpReason::NotRetryable => "the outcome is not retryable",
-            GiveUpReason::NotIdempotent => {
-                "the request is not idempotent and has no idempotency key"
-            }
-            GiveUpReason::AttemptsExhausted => "attempts exhausted",
-            GiveUpReason::BudgetExhausted => "retry budget exhausted",
-            GiveUpReason::DeadlineTooClose => "deadline too close",
-            GiveUpReason::CircuitOpen => "circuit open",
-            GiveUpReason::RetriesDisabled => "retries disabled",
-            GiveUpReason::ServerSaidDontRetry => "server said don't retry",
-            GiveUpReason::ThrottledLocally => "throttled locally",
-            GiveUpReason::NotReplayable => "the request body cannot be sent again",
-            GiveUpReason::Abandoned => "the caller abandoned the call",
-        })
-    }
-}
-
-/// A give-up: why, and whether to tell the caller "overloaded; don't retry".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct GiveUp {
-    /// Why the call stopped.
-    pub reason: GiveUpReason,
-    /// True when the layer above must not retry, so adapters answer with the explicit overload
-    /// signal (HTTP 503 + `Retry-Pushback-Ms: -1`, gRPC UNAVAILABLE + `grpc-retry-pushback-ms:
-    /// -1`). That is the case when:
-    ///
-    /// - something refused the retry — a budget, the breaker, local throttling, the kill switch,
-    ///   the server's own "don't retry", or a deadline too close to try again;
-    /// - an **owner** used up its attempts: it already retried, so nobody above may multiply;
-    /// - a **fail-fast** layer's one attempt was throttled or refused as overloaded (429,
-    ///   RESOURCE_EXHAUSTED, a pushback).
-    ///
-    /// It is false when the failure says nothing about overload and the owner above may still
-    /// try again within its own budget: a fail-fast layer's transient failure (502, 503, 504, a
-    /// reset or a timeout) is passed up as it is, so the one owner of the path can retry it once
-    /// — which is what keeps a fleet at ≈ 1.1 attempts per request instead of 1.0 or 27. It is
-    /// also false for answers and for requests that may not be resent (not retryable, not
-    /// idempotent, not replayable, abandoned).
-    pub overloaded: bool,
-}
-
-impl GiveUp {
-    fn new(reason: GiveUpReason, role: Role, last: Option<Class>) -> Self {
-        use GiveUpReason as R;
-        let overloaded = match reason {
-            R::NotRetryable | R::NotIdempotent | R::NotReplayable | R::Abandoned => false,
-            R::AttemptsExhausted => {
-                role == Role::Owner || matches!(last, Some(Class::Throttled | Class::Overloaded))
-            }
-            _ => true,
-        };
-        GiveUp { reason, overloaded }
-    }
-}
-
-impl fmt::Display for GiveUp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.reason.fmt(f)
-    }
-}
-
-/// What to do after an attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
-    /// The call succeeded; return the response.
-    Success,
-    /// Wait `after`, then call [`RetryPolicy::before_attempt`] again.
-    Retry {
-        /// How long to wait.
-        after: Duration,
-    },
-    /// Stop and report.
-    GiveUp(GiveUp),
-}
+pub use config::{MAX_ATTEMPTS, PolicyConfig, Role};
+pub use outcome::{Decision, GiveUp, GiveUpReason};
 
 /// What the policy needs to know about a request before the first attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -247,127 +89,6 @@ impl RequestInfo {
             safe_to_retry: has_idempotency_key || is_idempotent_method(method),
             replayable: true,
         }
-    }
-}
-
-/// Policy settings. Defaults are safe without tuning; every one is documented with its source.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PolicyConfig {
-    role: Role,
-    max_attempts: u32,
-    backoff: Backoff,
-    per_try_timeout: Option<Duration>,
-    min_time_left: Duration,
-    max_wait: Duration,
-    hint_spread: f64,
-}
-
-impl Default for PolicyConfig {
-    /// Owner role; 3 attempts (Google SRE per-request cap, AWS standard mode); AWS 2026 backoff;
-    /// no per-try timeout (the deadline bounds each attempt); 5 ms minimum time left for an
-    /// attempt; waits at most 20 s (the AWS backoff cap); server hints spread by up to +50 %.
-    fn default() -> Self {
-        PolicyConfig {
-            role: Role::Owner,
-            max_attempts: 3,
-            backoff: Backoff::default(),
-            per_try_timeout: None,
-            min_time_left: Duration::from_millis(5),
-            max_wait: Duration::from_secs(20),
-            hint_spread: 0.5,
-        }
-    }
-}
-
-/// The most attempts a policy may be configured with (gRPC caps `maxAttempts` at 5; seawall
-/// allows 10 so the simulator can reproduce the worst configurations of the seeds).
-pub const MAX_ATTEMPTS: u32 = 10;
-
-impl PolicyConfig {
-    /// A fail-fast layer: one attempt, overload passed upward.
-    pub fn fail_fast() -> Self {
-        PolicyConfig { role: Role::FailFast, max_attempts: 1, ..Self::default() }
-    }
-
-    /// The role.
-    pub fn role(&self) -> Role {
-        self.role
-    }
-
-    /// The attempt cap (1 for fail-fast).
-    pub fn max_attempts(&self) -> u32 {
-        self.max_attempts
-    }
-
-    /// The backoff.
-    pub fn backoff(&self) -> &Backoff {
-        &self.backoff
-    }
-
-    /// The per-attempt timeout, if any.
-    pub fn per_try_timeout(&self) -> Option<Duration> {
-        self.per_try_timeout
-    }
-
-    /// Attempts per call including the first, in `[1, 10]`. Setting it on a fail-fast config is
-    /// an error unless it is 1.
-    pub fn with_max_attempts(mut self, n: u32) -> Result<Self, ConfigError> {
-        if n == 0 || n > MAX_ATTEMPTS || (self.role == Role::FailFast && n != 1) {
-            return Err(ConfigError::new(
-                "policy.max_attempts",
-                "in [1, 10] (exactly 1 for a fail-fast layer)",
-                n,
-            ));
-        }
-        self.max_attempts = n;
-        Ok(self)
-    }
-
-    /// The backoff between attempts.
-    pub fn with_backoff(mut self, backoff: Backoff) -> Self {
-        self.backoff = backoff;
-        self
-    }
-
-    /// A timeout for each attempt (1 ms to 1 h); the attempt's real timeout is the smaller of it
-    /// and the time left before the deadline.
-    pub fn with_per_try_timeout(mut self, t: Duration) -> Result<Self, ConfigError> {
-        if t < Duration::from_millis(1) || t > Duration::from_secs(3600) {
-            return Err(ConfigError::new(
-                "policy.per_try_timeout",
-                "in [1 ms, 1 h]",
-                format!("{t:?}"),
-            ));
-        }
-        self.per_try_timeout = Some(t);
-        Ok(self)
-    }
-
-    /// No attempt starts with less than this left before the deadline (0 to 60 s).
-    pub fn with_min_time_left(mut self, t: Duration) -> Result<Self, ConfigError> {
-        if t > Duration::from_secs(60) {
-            return Err(ConfigError::new("policy.min_time_left", "in [0, 60 s]", format!("{t:?}")));
-        }
-        self.min_time_left = t;
-        Ok(self)
-    }
-
-    /// The longest wait before a retry, whatever the backoff or a server hint says (0 to 1 h). A
-    /// server hint longer than this makes the call give up instead of retrying early.
-    pub fn with_max_wait(mut self, t: Duration) -> Result<Self, ConfigError> {
-        if t > Duration::from_secs(3600) {
-            return Err(ConfigError::new("policy.max_wait", "in [0, 1 h]", format!("{t:?}")));
-        }
-        self.max_wait = t;
-        Ok(self)
-    }
-
-    /// Jitter added on top of a server hint, as a fraction of it (in [0, 10]): a hint of 5 s with
-    /// spread 0.5 waits uniformly between 5 and 7.5 s, so clients told the same thing do not
-    /// return together.
-    pub fn with_hint_spread(mut self, spread: f64) -> Result<Self, ConfigError> {
-        self.hint_spread = check_f64("policy.hint_spread", "in [0, 10]", spread, 0.0, 10.0)?;
-        Ok(self)
     }
 }
 
