@@ -3,34 +3,14 @@
 //! the seawall stack a storm. Nodes run in-process (as in `seawall-lab`'s `short_lab`), every
 //! one on 127.0.0.1, each stack for 15 s.
 
+mod common;
+
 use std::time::Duration;
 
 use seawall_detect::scrape::Scraper;
 use seawall_detect::{Classifier, Thresholds, Verdict, VerdictKind};
-use seawall_lab::run::{Measured, StackInfo, run_stack};
-use seawall_lab::{FaultKind, FaultSpec, LabParams, Launcher, Stack};
-
-/// Runs `stack` and, once it is up, `tool` (blocking) with its node URLs, side by side.
-async fn with_running_lab<T: Send + 'static>(
-    params: &LabParams,
-    stack: Stack,
-    tool: impl FnOnce(StackInfo) -> T + Send + 'static,
-) -> (Measured, T) {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let mut tx = Some(tx);
-    let mut announce = move |info: &StackInfo| {
-        if let Some(t) = tx.take() {
-            let _ = t.send(info.clone());
-        }
-    };
-    let lab = run_stack(params, stack, &Launcher::InProcess, None, &mut announce);
-    let tool = async move {
-        let info = rx.await.expect("the stack came up");
-        tokio::task::spawn_blocking(move || tool(info)).await.expect("the tool ran")
-    };
-    let (m, t) = tokio::join!(lab, tool);
-    (m.expect("the lab ran"), t)
-}
+use seawall_lab::run::StackInfo;
+use seawall_lab::{FaultKind, FaultSpec, LabParams, Stack};
 
 /// Scrapes the stack once a second for `intervals` and classifies each interval.
 fn detect(info: StackInfo, intervals: usize) -> Vec<Verdict> {
@@ -77,14 +57,14 @@ async fn detect_flags_the_baseline_storm_and_not_seawall() {
     };
     let storm = [VerdictKind::RetryStorm, VerdictKind::Metastable];
 
-    let (_, base) = with_running_lab(&params, Stack::Baseline, |i| detect(i, 13)).await;
+    let (_, base) = common::with_running_lab(&params, Stack::Baseline, |i| detect(i, 13)).await;
     let base = timeline(Stack::Baseline, &base);
     // From 2 s after the fault starts to the end (the fault is over at 9 s): a storm.
     let after = &base[8..];
     assert!(after.iter().all(|v| storm.contains(v)), "baseline: {base:?}");
 
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let (_, sea) = with_running_lab(&params, Stack::Seawall, |i| detect(i, 13)).await;
+    let (_, sea) = common::with_running_lab(&params, Stack::Seawall, |i| detect(i, 13)).await;
     let sea = timeline(Stack::Seawall, &sea);
     assert!(!sea.iter().any(|v| storm.contains(v)), "seawall called a storm: {sea:?}");
     let calm = [VerdictKind::Healthy, VerdictKind::Degraded, VerdictKind::Recovering];

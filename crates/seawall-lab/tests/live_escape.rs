@@ -5,38 +5,18 @@
 //! `DeadlineLayer`), and the ramp brings goodput back. Needs Redis at 127.0.0.1:6379 (a unique key, deleted afterwards); skipped, saying so,
 //! without it.
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use seawall_detect::escape::{self, EscapeConfig, Outcome};
-use seawall_lab::run::{Measured, StackInfo, run_stack};
-use seawall_lab::{FaultKind, FaultSpec, LabParams, Launcher, Stack};
+use seawall_lab::run::Measured;
+use seawall_lab::{FaultKind, FaultSpec, LabParams, Stack};
 
 const REDIS: &str = "127.0.0.1:6379";
-
-/// Runs `stack` and, once it is up, `tool` (blocking) with its node URLs, side by side.
-async fn with_running_lab<T: Send + 'static>(
-    params: &LabParams,
-    stack: Stack,
-    tool: impl FnOnce(StackInfo) -> T + Send + 'static,
-) -> (Measured, T) {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let mut tx = Some(tx);
-    let mut announce = move |info: &StackInfo| {
-        if let Some(t) = tx.take() {
-            let _ = t.send(info.clone());
-        }
-    };
-    let lab = run_stack(params, stack, &Launcher::InProcess, None, &mut announce);
-    let tool = async move {
-        let info = rx.await.expect("the stack came up");
-        tokio::task::spawn_blocking(move || tool(info)).await.expect("the tool ran")
-    };
-    let (m, t) = tokio::join!(lab, tool);
-    (m.expect("the lab ran"), t)
-}
 
 fn redis_del(key: &str) {
     if let Ok(mut s) = TcpStream::connect(REDIS) {
@@ -78,7 +58,7 @@ async fn escape_brings_the_baseline_back() {
     let lines = Arc::new(Mutex::new(Vec::<String>::new()));
     let log = lines.clone();
     let k = key.clone();
-    let (m, outcome) = with_running_lab(&params, Stack::Baseline, move |info| {
+    let (m, outcome) = common::with_running_lab(&params, Stack::Baseline, move |info| {
         let start = Instant::now();
         std::thread::sleep(escape_at.saturating_sub(start.elapsed()));
         let flush = info.nodes.last().and_then(|n| n.flush.clone()).expect("a flush URL");
