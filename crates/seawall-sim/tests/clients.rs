@@ -2,6 +2,9 @@
 //! places are configured differently runs as configured, layer by layer, and a bad setting is an
 //! error naming the file and the line or field.
 
+mod common;
+
+use common::amplification_during_fault;
 use seawall_report::Run;
 use seawall_sim::{Scenario, simulate};
 
@@ -53,16 +56,6 @@ fn run(text: &str, policy: &str) -> (Scenario, Run) {
     let s = Scenario::parse("chain.toml", text, &[]).unwrap();
     let r = simulate(&s, &[policy.to_string()], 3, &mut |_, _| {}).unwrap().runs.remove(0);
     (s, r)
-}
-
-/// Bottom attempts per edge request over the seconds of the fault window.
-fn amplification_during_fault(s: &Scenario, r: &Run) -> f64 {
-    let (a, b) = s.fault_window().unwrap();
-    let sr = &r.series;
-    let idx = (0..sr.t.len()).filter(|&i| sr.t[i] >= a && sr.t[i] < b);
-    let (bottom, edge) =
-        idx.fold((0.0, 0.0), |(x, y), i| (x + sr.bottom_attempts_rps[i], y + sr.edge_rps[i]));
-    bottom / edge
 }
 
 #[test]

@@ -1,6 +1,9 @@
 //! The "must show" list, as tests: Bronson's metastable loop and its cure, 27 attempts
 //! per request across three layers, and determinism.
 
+mod common;
+
+use common::amplification_during_fault;
 use seawall_report::Run;
 use seawall_sim::{Scenario, load, simulate};
 
@@ -11,16 +14,6 @@ fn scenario(name: &str, sets: &[&str]) -> Scenario {
 
 fn run(s: &Scenario, policy: &str, seed: u64) -> Run {
     simulate(s, &[policy.to_string()], seed, &mut |_, _| {}).unwrap().runs.remove(0)
-}
-
-/// Bottom attempts per edge request over the seconds of the fault window.
-fn amplification_during_fault(s: &Scenario, r: &Run) -> f64 {
-    let (a, b) = s.fault_window().unwrap();
-    let sr = &r.series;
-    let idx = (0..sr.t.len()).filter(|&i| sr.t[i] >= a && sr.t[i] < b);
-    let (bottom, edge) =
-        idx.fold((0.0, 0.0), |(x, y), i| (x + sr.bottom_attempts_rps[i], y + sr.edge_rps[i]));
-    bottom / edge
 }
 
 #[test]
