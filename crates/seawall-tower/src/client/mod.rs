@@ -14,8 +14,9 @@
 //! [`RequestDeadline`](crate::wire::RequestDeadline) extension (the server `DeadlineLayer` puts
 //! it there; copy it onto outgoing requests) or the layer's default.
 //!
-//! Both wrap any `tower::Service<http::Request<B>>`: hyper's client, reqwest (through a small
-//! adapter, see `examples/reqwest_client.rs`), axum's outbound calls, tonic channels.
+//! Both wrap any `tower::Service<http::Request<B>>`: hyper's client, reqwest (through
+//! `reqwest::ReqwestService` with the `reqwest` feature; see `examples/reqwest_client.rs`), axum's
+//! outbound calls, tonic channels.
 //!
 //! Runtime control — the kill switch and the staged ramp of [`seawall::control`] — is shared
 //! through the policy's `Arc<Control>`; [`admin_response`] serves it over HTTP and, with the
@@ -40,6 +41,8 @@ mod retry;
 pub mod fleet;
 #[cfg(feature = "grpc")]
 pub mod grpc;
+#[cfg(feature = "reqwest")]
+pub mod reqwest;
 
 pub use body::ReplayBody;
 pub use control::{ControlState, admin_response};
