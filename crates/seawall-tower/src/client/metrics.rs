@@ -175,6 +175,42 @@ impl ClientMetrics {
             BreakerState::HalfOpen => 2,
         });
     }
+
+    // Read-only views for the OpenTelemetry callbacks (`client::otel`), called at collection
+    // time only: recording stays as it is.
+
+    #[cfg(feature = "otel")]
+    pub(crate) fn calls_started(&self) -> u64 {
+        self.calls.get()
+    }
+
+    /// Attempts by number label (`"1"`, …, `"10+"`), every label, zeros included.
+    #[cfg(feature = "otel")]
+    pub(crate) fn attempts_by_number(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        ATTEMPT_LABELS.iter().zip(&self.attempts).map(|(l, c)| (*l, c.get()))
+    }
+
+    #[cfg(feature = "otel")]
+    pub(crate) fn retries_started(&self) -> u64 {
+        self.retries.get()
+    }
+
+    /// Give-ups by reason label ([`GiveUpReason::as_str`]), every reason, zeros included.
+    #[cfg(feature = "otel")]
+    pub(crate) fn give_ups_by_reason(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        GiveUpReason::ALL.iter().zip(&self.give_ups).map(|(r, c)| (r.as_str(), c.get()))
+    }
+
+    #[cfg(feature = "otel")]
+    pub(crate) fn retry_overflows(&self) -> u64 {
+        self.retry_overflow.get()
+    }
+
+    /// The breaker gauge: 0 closed, 1 open, 2 half-open.
+    #[cfg(feature = "otel")]
+    pub(crate) fn breaker_value(&self) -> i64 {
+        self.breaker.get()
+    }
 }
 
 /// The registry in the Prometheus text exposition format.

@@ -22,7 +22,8 @@
 //! through the policy's `Arc<Control>`; [`admin_response`] serves it over HTTP and, with the
 //! `redis-control` feature, `fleet` switches a whole fleet at once. Metrics:
 //! [`ClientMetrics`] (Prometheus, OpenTelemetry names, the attempts-per-call PromQL and alert
-//! rules in its docs).
+//! rules in its docs); with the `otel` feature, `otel` exports the same values through an
+//! OpenTelemetry `Meter`.
 
 mod attempt;
 mod body;
@@ -41,6 +42,8 @@ mod retry;
 pub mod fleet;
 #[cfg(feature = "grpc")]
 pub mod grpc;
+#[cfg(feature = "otel")]
+pub mod otel;
 #[cfg(feature = "reqwest")]
 pub mod reqwest;
 
