@@ -39,6 +39,10 @@ impl Protocol {
     /// gRPC if the request's content type is `application/grpc` or a `application/grpc+…`
     /// subtype, HTTP otherwise.
     pub(crate) fn of(headers: &HeaderMap) -> Protocol {
+        // A header-less request (common on plain HTTP clients) skips the hashed lookup.
+        if headers.is_empty() {
+            return Protocol::Http;
+        }
         match headers.get(http::header::CONTENT_TYPE) {
             Some(v) if v.as_bytes().starts_with(b"application/grpc") => Protocol::Grpc,
             _ => Protocol::Http,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use http::{HeaderValue, Request, Response};
 use seawall::budget::Budget;
-use seawall::classify::{Class, HttpClassifier, Transient, is_idempotent_method};
+use seawall::classify::{Class, HttpClassifier, Transient};
 use seawall::deadline::{Deadline, encode_grpc_timeout, parse_grpc_timeout};
 use seawall::hint::Hint;
 use seawall::policy::{Attempt, Call, Decision, GiveUp, GiveUpReason, RequestInfo, RetryPolicy};
@@ -121,8 +121,11 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
             .map(|d| d.0)
             .or_else(|| shared.default_timeout.map(|t| Deadline::after(started, t)));
 
-        let mut has_key = req.headers().contains_key(IDEMPOTENCY_KEY);
-        if shared.stamp_keys && !has_key && !is_idempotent_method(req.method().as_str()) {
+        // `http::Method::is_idempotent` is seawall's list (GET, HEAD, PUT, DELETE, OPTIONS,
+        // TRACE) as an enum match; only other methods need the key, and the header lookup.
+        let idempotent = req.method().is_idempotent();
+        let mut has_key = !idempotent && req.headers().contains_key(IDEMPOTENCY_KEY);
+        if shared.stamp_keys && !idempotent && !has_key {
             let key = uuid::Uuid::new_v4().hyphenated().to_string();
             if let Ok(v) = HeaderValue::try_from(key) {
                 req.headers_mut().insert(IDEMPOTENCY_KEY, v);
@@ -136,8 +139,10 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
         // A body that cannot be replayed is sent once: tell the policy it is not safe to resend.
         let info = if max_attempts > 1 && spare.is_none() {
             RequestInfo::send_once()
+        } else if idempotent || has_key {
+            RequestInfo::idempotent()
         } else {
-            RequestInfo::http(req.method().as_str(), has_key)
+            RequestInfo::non_idempotent()
         };
         self.call = Some(policy.start(started, info, deadline));
         if let Some(m) = &shared.metrics {
