@@ -102,31 +102,72 @@ impl<C: Clock + ?Sized> Clock for &C {
     }
 }
 
-/// The monotonic wall clock. Its epoch is the first time any `SystemClock` was read in this
-/// process, so every `SystemClock` in a process agrees.
+/// The monotonic wall clock.
+///
+/// On Linux it is `CLOCK_MONOTONIC` read directly (through the vDSO), in integer nanoseconds:
+/// its epoch is the machine's boot, and every `SystemClock` on the machine agrees. A read is a
+/// third of `std::time::Instant::now()` plus the conversion to nanoseconds, which a client call
+/// pays once or twice on its success path (`crates/seawall-tower/BENCHMARKS-client.md`).
+/// Elsewhere its epoch is the first time any `SystemClock` was read in the process.
+///
+/// [`instant_of`](Self::instant_of) and [`to_std`](Self::to_std) convert to and from
+/// `std::time::Instant` (and so tokio's timers) through one pair of readings taken back to back
+/// when either is first used: they agree with [`now`](Clock::now) to within the time between
+/// those two readings (tens of nanoseconds), and round-trip exactly.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;
 
 impl SystemClock {
-    fn epoch() -> std::time::Instant {
-        static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-        *EPOCH.get_or_init(std::time::Instant::now)
+    /// A `std::time::Instant` and this clock's reading of the same moment.
+    fn anchor() -> (std::time::Instant, Instant) {
+        static ANCHOR: std::sync::OnceLock<(std::time::Instant, Instant)> =
+            std::sync::OnceLock::new();
+        *ANCHOR.get_or_init(|| (std::time::Instant::now(), raw_now()))
     }
 
     /// Converts a `std::time::Instant` into this clock's [`Instant`] (saturating at the epoch).
     pub fn instant_of(std: std::time::Instant) -> Instant {
-        Instant::from_duration(std.saturating_duration_since(Self::epoch()))
+        let (a_std, a) = Self::anchor();
+        match std.checked_duration_since(a_std) {
+            Some(after) => a + after,
+            None => a - a_std.duration_since(std),
+        }
     }
 
     /// Converts an [`Instant`] of this clock back into a `std::time::Instant`.
     pub fn to_std(at: Instant) -> std::time::Instant {
-        Self::epoch() + at.since_epoch()
+        let (a_std, a) = Self::anchor();
+        if at >= a {
+            a_std + (at - a)
+        } else {
+            // Before the anchor: as far back as `std::time::Instant` can go on this platform.
+            a_std.checked_sub(a - at).unwrap_or(a_std)
+        }
     }
 }
 
+/// `CLOCK_MONOTONIC` in nanoseconds (the same clock as `std::time::Instant` on Linux).
+#[cfg(target_os = "linux")]
+#[inline]
+fn raw_now() -> Instant {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    // Both fields are non-negative for CLOCK_MONOTONIC; u64 nanoseconds last ~584 years.
+    let (secs, nanos) = (t.tv_sec as u64, t.tv_nsec as u64);
+    Instant(secs.saturating_mul(1_000_000_000).saturating_add(nanos))
+}
+
+/// `std::time::Instant` since the process's first read.
+#[cfg(not(target_os = "linux"))]
+fn raw_now() -> Instant {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let epoch = *EPOCH.get_or_init(std::time::Instant::now);
+    Instant::from_duration(std::time::Instant::now().saturating_duration_since(epoch))
+}
+
 impl Clock for SystemClock {
+    #[inline]
     fn now(&self) -> Instant {
-        Self::instant_of(std::time::Instant::now())
+        raw_now()
     }
 }
 
@@ -195,10 +236,26 @@ mod tests {
 
     #[test]
     fn system_clock_round_trips() {
-        let _ = SystemClock.now(); // fixes the epoch
         let now = std::time::Instant::now();
         let at = SystemClock::instant_of(now);
-        let back = SystemClock::to_std(at);
-        assert!(back <= now && now - back < Duration::from_micros(1));
+        assert_eq!(SystemClock::to_std(at), now);
+        // Before the anchor too.
+        let earlier = SystemClock::instant_of(now) - Duration::from_millis(5);
+        assert_eq!(SystemClock::instant_of(SystemClock::to_std(earlier)), earlier);
+    }
+
+    #[test]
+    fn system_clock_agrees_with_std_and_never_goes_back() {
+        let mut last = SystemClock.now();
+        for _ in 0..1_000 {
+            let (before, std, after) =
+                (SystemClock.now(), std::time::Instant::now(), SystemClock.now());
+            let converted = SystemClock::instant_of(std);
+            // Within the anchor's two back-to-back readings (tens of ns; 1 ms is generous).
+            let slack = Duration::from_millis(1);
+            assert!(converted + slack >= before && converted <= after + slack);
+            assert!(before >= last && after >= before);
+            last = after;
+        }
     }
 }
