@@ -81,6 +81,7 @@ impl HttpClassifier {
 
     /// The class of a response status. Out-of-range codes (below 100 or above 599) are
     /// [`Class::NeverRetry`]: a peer that sends them is not one to hammer.
+    #[inline]
     pub fn classify(&self, status: u16) -> Class {
         match status {
             100..=399 => Class::Success,

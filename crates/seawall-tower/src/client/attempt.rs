@@ -15,14 +15,11 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use http::{Request, Response};
+use http::Request;
 use pin_project_lite::pin_project;
 use seawall::policy::Attempt;
 use seawall::time::{Clock, Instant, SystemClock};
 use tower_service::Service;
-
-use crate::client::engine::Sent;
-use crate::client::retry::error::BoxError;
 
 pin_project! {
     /// The request until the service is ready and takes it, then the service's future: the two
@@ -71,7 +68,7 @@ where
     }
 
     /// Sets up the attempt that the policy allowed `at`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn arm(self: Pin<&mut Self>, attempt: &Attempt, at: Instant) {
         let span = tracing::debug_span!(
             "seawall.client.attempt",
@@ -82,19 +79,22 @@ where
             span.record("http.request.resend_count", attempt.number() - 1);
         }
         let this = self.project();
-        (*this.span, *this.timeout, *this.at) = (span, attempt.timeout(), at);
+        // A new attempt's span is none already: with no subscriber there is nothing to store.
+        debug_assert!(this.span.is_none(), "armed once, after `new`");
+        if !span.is_none() {
+            *this.span = span;
+        }
+        (*this.timeout, *this.at) = (attempt.timeout(), at);
     }
 
-    /// Drives the attempt: `None` when it timed out.
-    pub(crate) fn poll_send<RB>(
+    /// Drives the attempt: `None` when it timed out. The service's error is passed as it is
+    /// (boxing it, like any change of the result's type, would copy the response).
+    #[inline(always)]
+    pub(crate) fn poll_send(
         self: Pin<&mut Self>,
         svc: &mut S,
         cx: &mut Context<'_>,
-    ) -> Poll<Sent<RB>>
-    where
-        S: Service<Request<B>, Response = Response<RB>>,
-        S::Error: Into<BoxError>,
-    {
+    ) -> Poll<Option<Result<S::Response, S::Error>>> {
         let mut this = self.project();
         let sent = {
             let _entered = this.span.enter();
@@ -114,25 +114,22 @@ where
     }
 }
 
-fn poll_inner<S, B, RB>(
+#[inline(always)]
+fn poll_inner<S: Service<Request<B>>, B>(
     mut inner: Pin<&mut Inner<B, S::Future>>,
     svc: &mut S,
     cx: &mut Context<'_>,
-) -> Poll<Result<Response<RB>, BoxError>>
-where
-    S: Service<Request<B>, Response = Response<RB>>,
-    S::Error: Into<BoxError>,
-{
+) -> Poll<Result<S::Response, S::Error>> {
     loop {
         match inner.as_mut().project() {
             InnerProj::Waiting { req } => {
                 if let Err(e) = ready!(svc.poll_ready(cx)) {
-                    return Poll::Ready(Err(e.into()));
+                    return Poll::Ready(Err(e));
                 }
                 let req = req.take().expect("one request per attempt");
                 inner.set(Inner::Called { fut: svc.call(req) });
             }
-            InnerProj::Called { fut } => return fut.poll(cx).map_err(Into::into),
+            InnerProj::Called { fut } => return fut.poll(cx),
         }
     }
 }

@@ -78,9 +78,26 @@ impl<D, E> ReplayBody for http_body_util::combinators::UnsyncBoxBody<D, E> {
 
 /// Copies a request for another attempt: method, URI, version, headers, extensions and a
 /// replayed body. `None` when the body cannot be replayed.
+#[cfg(test)]
 pub(crate) fn replay_request<B: ReplayBody>(req: &http::Request<B>) -> Option<http::Request<B>> {
-    let body = req.body().try_replay()?;
-    let mut copy = http::Request::new(body);
+    let mut slot = None;
+    replay_into(req, &mut slot);
+    slot
+}
+
+/// The same copy into `slot`, where the copy is built in place (a request is a few hundred
+/// bytes: returning it would copy it); `false`, with `slot` emptied, when the body cannot be
+/// replayed.
+#[inline(always)]
+pub(crate) fn replay_into<B: ReplayBody>(
+    req: &http::Request<B>,
+    slot: &mut Option<http::Request<B>>,
+) -> bool {
+    let Some(body) = req.body().try_replay() else {
+        *slot = None;
+        return false;
+    };
+    let copy = slot.insert(http::Request::new(body));
     *copy.method_mut() = req.method().clone();
     *copy.uri_mut() = req.uri().clone();
     *copy.version_mut() = req.version();
@@ -90,7 +107,7 @@ pub(crate) fn replay_request<B: ReplayBody>(req: &http::Request<B>) -> Option<ht
         *copy.headers_mut() = req.headers().clone();
     }
     *copy.extensions_mut() = req.extensions().clone();
-    Some(copy)
+    true
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use seawall::hint::Hint;
 use seawall::policy::{Attempt, Call, Decision, GiveUp, GiveUpReason, RequestInfo, RetryPolicy};
 use seawall::time::{Clock, Instant, SystemClock};
 
-use crate::client::body::{ReplayBody, replay_request};
+use crate::client::body::{ReplayBody, replay_into};
 use crate::client::classify::{Protocol, classify_error, classify_response};
 use crate::client::metrics::ClientMetrics;
 use crate::client::retry::error::{BoxError, GaveUpError, LastOutcome};
@@ -86,7 +86,8 @@ pub(crate) enum Step<RB, B> {
     Retry { after: Duration, last: LastOutcome<RB>, next: Request<B> },
 }
 
-/// An attempt's result: the response or transport error, `None` if it timed out.
+/// An attempt's result: the response or transport error (boxed: the failure path), `None` if it
+/// timed out.
 pub(crate) type Sent<RB> = Option<Result<Response<RB>, BoxError>>;
 
 impl<S, B, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
@@ -135,9 +136,10 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
         let max_attempts = policy.config().max_attempts();
         // The copy for a retry is taken before the first attempt consumes the request; for
         // `Bytes`-like bodies it is reference counts, plus the header map when there is one.
-        let spare = if max_attempts > 1 { replay_request(req) } else { None };
+        // Written where it lies: the copy is as large as the request.
+        let replayable = max_attempts > 1 && replay_into(req, &mut self.spare);
         // A body that cannot be replayed is sent once: tell the policy it is not safe to resend.
-        let info = if max_attempts > 1 && spare.is_none() {
+        let info = if max_attempts > 1 && !replayable {
             RequestInfo::send_once()
         } else if idempotent || has_key {
             RequestInfo::idempotent()
@@ -148,8 +150,7 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
         if let Some(m) = &shared.metrics {
             m.call_started();
         }
-        (self.spare, self.protocol, self.started) = (spare, protocol, started);
-        self.max_attempts = max_attempts;
+        (self.protocol, self.started, self.max_attempts) = (protocol, started, max_attempts);
         started
     }
 
@@ -170,7 +171,7 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
     /// `at`; if so, keeps a spare copy of the request when another retry may follow and stamps
     /// the attempt's headers on it. On a refusal the call is over: report it with
     /// [`give_up`](Self::give_up).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn begin(
         &mut self,
         at: Instant,
@@ -186,7 +187,7 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
             return Err(GiveUp { reason: GiveUpReason::NotReplayable, overloaded: true });
         };
         if attempt.number() < self.max_attempts && attempt.number() > 1 {
-            self.spare = replay_request(req);
+            replay_into(req, &mut self.spare);
         }
         stamp(req, self.protocol, &attempt, &self.shared.timeout_header);
         if let Some(m) = &self.shared.metrics {
@@ -195,41 +196,72 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
         Ok(attempt)
     }
 
-    /// Reports an attempt's result to the policy: the call's end, or the wait and the request
-    /// for the next attempt. `sent_at` is when the attempt started if the result came within
-    /// the very poll that sent it.
-    pub(crate) fn end(&mut self, result: Sent<RB>, sent_at: Option<Instant>) -> Step<RB, B> {
+    /// The class and hint of a response.
+    #[inline]
+    pub(crate) fn classify(&self, resp: &Response<RB>) -> (Class, Hint) {
+        classify_response(&self.shared.classifier, self.protocol, resp)
+    }
+
+    /// Whether [`classify`](Self::classify) calls `resp` a success: for HTTP the status alone
+    /// says so, without looking at the headers.
+    #[inline(always)]
+    pub(crate) fn is_success(&self, resp: &Response<RB>) -> bool {
+        match self.protocol {
+            Protocol::Http => {
+                self.shared.classifier.classify(resp.status().as_u16()) == Class::Success
+            }
+            Protocol::Grpc => self.classify(resp).0 == Class::Success,
+        }
+    }
+
+    /// Reports a successful attempt (a response [`classify`](Self::classify) calls
+    /// [`Class::Success`]): the call is over.
+    /// `sent_at` is when the attempt started if the response came within the very poll that
+    /// sent it.
+    #[inline]
+    pub(crate) fn succeeded(&mut self, _resp: &Response<RB>, sent_at: Option<Instant>) {
         let shared = &*self.shared;
         let call = self.call.as_mut().expect("the call has started");
-        // Classified in place: the response moves once, into what the call returns.
-        let (class, hint) = match &result {
-            Some(Ok(resp)) => classify_response(&shared.classifier, self.protocol, resp),
-            Some(Err(e)) => (classify_error(&**e), Hint::None),
-            None => (Class::Retryable(Transient::Timeout), Hint::None),
-        };
-        let outcome = match result {
-            Some(Ok(resp)) => LastOutcome::Response(resp),
-            Some(Err(e)) => LastOutcome::Error(e),
-            None => LastOutcome::TimedOut,
-        };
         // A success that came back within the poll that sent it is recorded at the attempt's
         // start, which differs from its end by the service's synchronous work only: one clock
         // read for the whole call. Failures (their deadline and backoff) and the duration
         // histogram get the real end.
         let now = match sent_at {
-            Some(at) if class == Class::Success && shared.metrics.is_none() => at,
+            Some(at) if shared.metrics.is_none() => at,
             _ => SystemClock.now(),
         };
+        let decision = shared.policy.after_attempt(call, now, Class::Success, Hint::None);
+        // An attempt in flight that succeeded always ends the call with a success.
+        debug_assert_eq!(decision, Decision::Success);
+        if let Some(m) = &shared.metrics {
+            m.succeeded(now - self.started);
+        }
+    }
+
+    /// Reports an attempt that did not succeed (anything but a response
+    /// [`classify`](Self::classify) calls a success): the call's end, or the wait and the
+    /// request for the next attempt.
+    pub(crate) fn failed(&mut self, result: Sent<RB>) -> Step<RB, B> {
+        let (class, hint) = match &result {
+            Some(Ok(resp)) => self.classify(resp),
+            Some(Err(e)) => (classify_error(&**e), Hint::None),
+            None => (Class::Retryable(Transient::Timeout), Hint::None),
+        };
+        let shared = &*self.shared;
+        let call = self.call.as_mut().expect("the call has started");
+        let outcome = match result {
+            Some(Ok(resp)) => LastOutcome::Response(resp),
+            Some(Err(e)) => LastOutcome::Error(e),
+            None => LastOutcome::TimedOut,
+        };
+        let now = SystemClock.now();
         let policy = &*shared.policy;
         match policy.after_attempt(call, now, class, hint) {
             Decision::Success => {
-                if let Some(m) = &shared.metrics {
-                    m.succeeded(now - self.started);
-                }
+                // Only `succeeded` reports successes; keep the type system honest anyway.
                 if let LastOutcome::Response(resp) = outcome {
                     return Step::Done(Ok(resp));
                 }
-                // Only responses classify as success; keep the type system honest anyway.
                 let g = GiveUp { reason: GiveUpReason::NotRetryable, overloaded: false };
                 Step::Done(Err(self.give_up(g, outcome)))
             }
@@ -279,6 +311,7 @@ fn small(n: u32) -> HeaderValue {
     }
 }
 
+#[inline(always)]
 fn stamp<B>(req: &mut Request<B>, protocol: Protocol, attempt: &Attempt, cached: &TimeoutHeader) {
     let n = attempt.number();
     let h = req.headers_mut();

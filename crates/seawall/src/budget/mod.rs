@@ -238,6 +238,7 @@ any_from!(
 );
 
 impl Budget for AnyBudget {
+    #[inline]
     fn admit(&self, now: Instant, retry: bool, draw: f64) -> bool {
         dispatch!(self, b => b.admit(now, retry, draw))
     }
@@ -256,6 +257,7 @@ impl Budget for AnyBudget {
     fn withdraw(&self, now: Instant, cause: RetryCause) -> Option<Withdrawal> {
         dispatch!(self, b => b.withdraw(now, cause))
     }
+    #[inline]
     fn record(&self, now: Instant, paid_by: Option<Withdrawal>, outcome: AttemptOutcome) {
         dispatch!(self, b => b.record(now, paid_by, outcome))
     }

@@ -234,7 +234,6 @@ impl<B: Budget> RetryPolicy<B> {
 
     /// Starts a logical call.
     pub fn start(&self, _now: Instant, request: RequestInfo, deadline: Option<Deadline>) -> Call {
-        self.metrics.call_started();
         Call {
             attempts: 0,
             in_flight: false,
@@ -274,6 +273,7 @@ impl<B: Budget> RetryPolicy<B> {
     ///
     /// Calling it on a finished call, or twice without reporting, refuses with
     /// [`GiveUpReason::AttemptsExhausted`] rather than panicking.
+    #[inline(always)]
     pub fn before_attempt(&self, call: &mut Call, now: Instant) -> Result<Attempt, GiveUp> {
         if call.finished || call.in_flight {
             return Err(GiveUp::new(GiveUpReason::AttemptsExhausted, self.cfg.role, call.last));
@@ -316,6 +316,7 @@ impl<B: Budget> RetryPolicy<B> {
     /// Reports the outcome of the attempt in flight and decides what comes next.
     ///
     /// `hint` is what the server said (`Retry-After`, pushback); pass [`Hint::None`] if nothing.
+    #[inline]
     pub fn after_attempt(
         &self,
         call: &mut Call,

@@ -5,7 +5,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
-use std::time::Duration;
 
 use http::{Request, Response};
 use pin_project_lite::pin_project;
@@ -19,15 +18,15 @@ use crate::client::attempt::Sending;
 use crate::client::engine::{Ctx, Shared, Step};
 
 type Output<RB> = Result<Response<RB>, GaveUpError<RB>>;
-type Boxed<RB> = Pin<Box<dyn Future<Output = Output<RB>> + Send>>;
 
 pin_project! {
     /// The future a [`Retry`](super::Retry) service returns: one logical call, all of its
     /// attempts and waits.
     ///
-    /// The first attempt runs in this future itself, with no allocation of its own; a call that
-    /// has to retry moves into a boxed loop for the rest (the wait and the later attempts). The
-    /// success path — the common one — thus costs no more than the policy's decisions, the
+    /// One state machine, like tower's `retry::ResponseFuture`: start, send, and on a failure
+    /// the policy's wait, then the next attempt. Nothing allocates on the success path; a retry
+    /// allocates its wait (the timer and what the failed attempt produced, boxed together). The
+    /// success path — the common one — thus costs little more than the policy's decisions, the
     /// headers and the request copy a retry needs (see `BENCHMARKS-client.md`). Dropping it
     /// abandons the call and returns what it held to the budget and breaker.
     pub struct RetryFuture<S, B, RB, Bu>
@@ -38,21 +37,31 @@ pin_project! {
         // Everything is built when the service is called and filled in where it lies on the
         // first poll: every move of the future is a copy of it. Dropped in this order: the call
         // (abandoned if it has not ended), then the attempt in flight.
-        ctx: Option<Ctx<S, B, RB, Bu>>,
+        ctx: Ctx<S, B, RB, Bu>,
         #[pin]
         sending: Sending<S, B>,
-        phase: Phase<RB>,
+        state: State<RB>,
     }
 }
 
-enum Phase<RB> {
+enum State<RB> {
     // Not polled yet: the call starts, and its clock is read, on the first poll.
     Init,
-    // The first attempt, in flight.
-    First,
-    // The rest of a call that retries.
-    Retrying(Boxed<RB>),
+    // An attempt in flight (`sending`).
+    Sending,
+    // The policy's wait before the next attempt, whose request is in `sending`.
+    Waiting(Pin<Box<Pause<RB>>>),
     Done,
+}
+
+pin_project! {
+    /// A wait between attempts, with what the failed attempt produced: the error's content if
+    /// the next attempt is refused.
+    struct Pause<RB> {
+        #[pin]
+        sleep: tokio::time::Sleep,
+        last: LastOutcome<RB>,
+    }
 }
 
 impl<S, B, RB, Bu> RetryFuture<S, B, RB, Bu>
@@ -63,8 +72,7 @@ where
     /// A call of `req` through `svc`. It starts — the deadline's clock, the copy for a retry,
     /// the policy's first decision — when the future is first polled.
     pub(crate) fn new(svc: S, shared: Arc<Shared<Bu>>, req: Request<B>) -> Self {
-        let (ctx, sending) = (Some(Ctx::new(svc, shared)), Sending::new(req));
-        RetryFuture { ctx, sending, phase: Phase::Init }
+        RetryFuture { ctx: Ctx::new(svc, shared), sending: Sending::new(req), state: State::Init }
     }
 }
 
@@ -81,87 +89,77 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
-        // When the first attempt started, if it was sent in this poll.
+        let ctx = this.ctx;
+        // When the attempt started, if it was sent in this poll.
         let mut sent_at = None;
         loop {
-            match this.phase {
-                Phase::Init => {
-                    let c = this.ctx.as_mut().expect("a call not started has its context");
+            match this.state {
+                State::Init => {
                     let mut req = this.sending.as_mut().request_mut();
                     let Some(r) = req.as_deref_mut() else { unreachable!("not sent yet") };
-                    let at = c.start(r);
-                    match c.begin(at, req) {
+                    let at = ctx.start(r);
+                    match ctx.begin(at, req) {
                         Ok(attempt) => {
                             this.sending.as_mut().arm(&attempt, at);
-                            (sent_at, *this.phase) = (Some(at), Phase::First);
+                            (sent_at, *this.state) = (Some(at), State::Sending);
                         }
                         Err(g) => {
-                            let err = c.give_up(g, LastOutcome::NotSent);
-                            *this.ctx = None;
-                            *this.phase = Phase::Done;
-                            return Poll::Ready(Err(err));
+                            *this.state = State::Done;
+                            return Poll::Ready(Err(ctx.give_up(g, LastOutcome::NotSent)));
                         }
                     }
                 }
-                Phase::First => {
-                    let c = this.ctx.as_mut().expect("polled after completion");
-                    let sent = ready!(this.sending.as_mut().poll_send(&mut c.svc, cx));
-                    match c.end(sent, sent_at) {
+                State::Sending => {
+                    let sent = ready!(this.sending.as_mut().poll_send(&mut ctx.svc, cx));
+                    // The success path: the response goes straight out, as the service gave it.
+                    if let Some(Ok(resp)) = &sent
+                        && ctx.is_success(resp)
+                    {
+                        ctx.succeeded(resp, sent_at);
+                        *this.state = State::Done;
+                        let Some(Ok(resp)) = sent else { unreachable!("matched above") };
+                        return Poll::Ready(Ok(resp));
+                    }
+                    match ctx.failed(sent.map(|r| r.map_err(Into::into))) {
                         Step::Done(r) => {
-                            // The call is over: let go of its service and spare copy now.
-                            *this.ctx = None;
-                            *this.phase = Phase::Done;
+                            *this.state = State::Done;
                             return Poll::Ready(r);
                         }
                         Step::Retry { after, last, next } => {
-                            let c = this.ctx.take().expect("taken once");
-                            *this.phase = Phase::Retrying(Box::pin(retry(c, after, last, next)));
+                            this.sending.set(Sending::new(next));
+                            let sleep = tokio::time::sleep(after);
+                            *this.state = State::Waiting(Box::pin(Pause { sleep, last }));
                         }
                     }
                 }
-                Phase::Retrying(fut) => {
-                    let r = ready!(fut.as_mut().poll(cx));
-                    *this.phase = Phase::Done;
-                    return Poll::Ready(r);
+                State::Waiting(pause) => {
+                    ready!(pause.as_mut().project().sleep.poll(cx));
+                    let at = SystemClock.now();
+                    match ctx.begin(at, this.sending.as_mut().request_mut()) {
+                        Ok(attempt) => {
+                            this.sending.as_mut().arm(&attempt, at);
+                            *this.state = State::Sending;
+                        }
+                        Err(g) => {
+                            let State::Waiting(pause) = std::mem::replace(this.state, State::Done)
+                            else {
+                                unreachable!("matched above")
+                            };
+                            // `Pause` is not `Unpin` (the timer); its outcome is moved out whole.
+                            let last = pause_last(pause);
+                            return Poll::Ready(Err(ctx.give_up(g, last)));
+                        }
+                    }
                 }
-                Phase::Done => panic!("seawall RetryFuture polled after completion"),
+                State::Done => panic!("seawall RetryFuture polled after completion"),
             }
         }
     }
 }
 
-/// The rest of a call that retries: wait, send the next attempt, repeat.
-async fn retry<S, B, RB, Bu>(
-    mut ctx: Ctx<S, B, RB, Bu>,
-    mut after: Duration,
-    mut last: LastOutcome<RB>,
-    mut next: Request<B>,
-) -> Output<RB>
-where
-    S: Service<Request<B>, Response = Response<RB>>,
-    S::Error: Into<BoxError>,
-    B: ReplayBody,
-    Bu: Budget,
-{
-    loop {
-        tokio::time::sleep(after).await;
-        let at = SystemClock.now();
-        let mut sending = std::pin::pin!(Sending::new(next));
-        let attempt = match ctx.begin(at, sending.as_mut().request_mut()) {
-            Ok(a) => a,
-            Err(g) => return Err(ctx.give_up(g, last)),
-        };
-        sending.as_mut().arm(&attempt, at);
-        let sent = std::future::poll_fn(|cx| {
-            let ctx = &mut ctx;
-            sending.as_mut().poll_send(&mut ctx.svc, cx)
-        })
-        .await;
-        match ctx.end(sent, None) {
-            Step::Done(r) => return r,
-            Step::Retry { after: a, last: l, next: n } => (after, last, next) = (a, l, n),
-        }
-    }
+/// What the failed attempt produced, out of a finished wait.
+fn pause_last<RB>(mut pause: Pin<Box<Pause<RB>>>) -> LastOutcome<RB> {
+    std::mem::replace(pause.as_mut().project().last, LastOutcome::NotSent)
 }
 
 impl<S, B, RB, Bu> fmt::Debug for RetryFuture<S, B, RB, Bu>
@@ -178,6 +176,7 @@ where
 mod tests {
     use std::convert::Infallible;
     use std::sync::atomic::{AtomicU32, Ordering};
+    use std::time::Duration;
 
     use seawall::budget::GrpcThrottle;
     use seawall::policy::{GiveUpReason, PolicyConfig, RetryPolicy};
