@@ -12,10 +12,14 @@ use crate::policy::GiveUpReason;
 pub const MAX_TRACKED_ATTEMPTS: usize = 8;
 
 /// Counters for one client (one policy).
+///
+/// A successful call with one attempt touches two of them: its first attempt and its end. Calls
+/// are counted as their first attempt starts, or as they end without one (refused, abandoned),
+/// so a call costs no counter of its own; attempts are first attempts plus retries.
 #[derive(Debug, Default)]
 pub struct Metrics {
-    calls: AtomicU64,
-    attempts: AtomicU64,
+    first_attempts: AtomicU64,
+    unsent: AtomicU64,
     retries: AtomicU64,
     give_ups: [AtomicU64; GiveUpReason::COUNT],
     attempts_per_call: [AtomicU64; MAX_TRACKED_ATTEMPTS],
@@ -24,7 +28,8 @@ pub struct Metrics {
 /// A point-in-time copy of [`Metrics`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Snapshot {
-    /// Logical calls started.
+    /// Logical calls: those that sent a first attempt or ended without one (a call between its
+    /// start and its first attempt's decision is not counted yet).
     pub calls: u64,
     /// Attempts sent (first attempts and retries).
     pub attempts: u64,
@@ -62,15 +67,11 @@ impl Metrics {
     }
 
     #[inline]
-    pub(crate) fn call_started(&self) {
-        self.calls.fetch_add(1, Ordering::Relaxed);
-    }
-
-    #[inline]
     pub(crate) fn attempt_sent(&self, retry: bool) {
-        self.attempts.fetch_add(1, Ordering::Relaxed);
         if retry {
             self.retries.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.first_attempts.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -80,6 +81,9 @@ impl Metrics {
         // up, which saves the success path one shared atomic.
         if let Err(r) = outcome {
             self.give_ups[r.index()].fetch_add(1, Ordering::Relaxed);
+        }
+        if attempts == 0 {
+            self.unsent.fetch_add(1, Ordering::Relaxed);
         }
         let i = (attempts.max(1) as usize).min(MAX_TRACKED_ATTEMPTS) - 1;
         self.attempts_per_call[i].fetch_add(1, Ordering::Relaxed);
@@ -92,10 +96,11 @@ impl Metrics {
         let attempts_per_call: [u64; MAX_TRACKED_ATTEMPTS] =
             std::array::from_fn(|i| load(&self.attempts_per_call[i]));
         let ended: u64 = attempts_per_call.iter().sum();
+        let (first, retries) = (load(&self.first_attempts), load(&self.retries));
         Snapshot {
-            calls: load(&self.calls),
-            attempts: load(&self.attempts),
-            retries: load(&self.retries),
+            calls: first + load(&self.unsent),
+            attempts: first + retries,
+            retries,
             successes: ended.saturating_sub(give_ups.iter().sum()),
             give_ups,
             attempts_per_call,

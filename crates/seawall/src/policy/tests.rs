@@ -315,3 +315,22 @@ fn a_call_that_never_draws_takes_no_random_stream() {
     assert_eq!(waits(0), waits(5));
     assert!(matches!(waits(0)[0], Decision::Retry { after } if after > Duration::ZERO));
 }
+
+#[test]
+fn calls_count_those_refused_before_any_attempt_and_attempts_count_only_what_was_sent() {
+    let p = policy();
+    // One success with one attempt.
+    let mut ok = p.start(T0, RequestInfo::idempotent(), None);
+    p.before_attempt(&mut ok, T0).unwrap();
+    assert_eq!(p.after_attempt(&mut ok, T0, Class::Success, Hint::None), Decision::Success);
+    // One refused before its first attempt: the deadline has passed.
+    let mut late = p.start(T0 + ms(10), RequestInfo::idempotent(), Some(Deadline::at(T0)));
+    assert!(p.before_attempt(&mut late, T0 + ms(10)).is_err());
+    // One abandoned before its first attempt.
+    let mut dropped = p.start(T0, RequestInfo::idempotent(), None);
+    p.abandon(&mut dropped, T0);
+    let s = p.metrics().snapshot();
+    assert_eq!((s.calls, s.attempts, s.retries, s.successes), (3, 1, 0, 1));
+    assert_eq!(s.give_ups(GiveUpReason::DeadlineTooClose), 1);
+    assert_eq!(s.give_ups(GiveUpReason::Abandoned), 1);
+}
