@@ -22,11 +22,11 @@
 use std::error::Error as StdError;
 use std::time::SystemTime;
 
-use http::{HeaderMap, Response};
+use http::{HeaderMap, HeaderValue, Response};
 use seawall::classify::{Class, HttpClassifier, Transient, classify_grpc};
 use seawall::hint::{Hint, parse_pushback_ms, parse_retry_after};
 
-use crate::wire::{GRPC_RETRY_PUSHBACK_MS, RETRY_PUSHBACK_MS};
+use crate::wire::{GRPC_RETRY_PUSHBACK_MS, IDEMPOTENCY_KEY, REQUEST_ATTEMPT, RETRY_PUSHBACK_MS};
 
 /// The protocol of a request, which decides the headers stamped and read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,15 +38,53 @@ pub(crate) enum Protocol {
 impl Protocol {
     /// gRPC if the request's content type is `application/grpc` or a `application/grpc+…`
     /// subtype, HTTP otherwise.
-    pub(crate) fn of(headers: &HeaderMap) -> Protocol {
-        // A header-less request (common on plain HTTP clients) skips the hashed lookup.
-        if headers.is_empty() {
-            return Protocol::Http;
+    fn of_content_type(v: &HeaderValue) -> Protocol {
+        if v.as_bytes().starts_with(b"application/grpc") { Protocol::Grpc } else { Protocol::Http }
+    }
+}
+
+/// What a call needs from its request's headers before the first attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RequestHeaders {
+    /// From the (first) `Content-Type`.
+    pub(crate) protocol: Protocol,
+    /// An `Idempotency-Key` is present.
+    pub(crate) has_key: bool,
+    /// A `Request-Attempt` is present (copied from elsewhere: a first attempt must not carry it).
+    pub(crate) has_attempt: bool,
+}
+
+/// Up to this many headers one pass over them is cheaper than three hashed lookups (comparing
+/// a standard header's name is comparing a byte; a custom one's, its length first).
+const SCAN_MAX: usize = 16;
+
+impl RequestHeaders {
+    pub(crate) fn scan(h: &HeaderMap) -> Self {
+        let mut out =
+            RequestHeaders { protocol: Protocol::Http, has_key: false, has_attempt: false };
+        if h.is_empty() {
+            return out;
         }
-        match headers.get(http::header::CONTENT_TYPE) {
-            Some(v) if v.as_bytes().starts_with(b"application/grpc") => Protocol::Grpc,
-            _ => Protocol::Http,
+        if h.keys_len() > SCAN_MAX {
+            out.protocol =
+                h.get(http::header::CONTENT_TYPE).map_or(Protocol::Http, Protocol::of_content_type);
+            out.has_key = h.contains_key(IDEMPOTENCY_KEY);
+            out.has_attempt = h.contains_key(REQUEST_ATTEMPT);
+            return out;
         }
+        let mut seen_type = false;
+        for (name, value) in h {
+            if *name == http::header::CONTENT_TYPE {
+                if !seen_type {
+                    (out.protocol, seen_type) = (Protocol::of_content_type(value), true);
+                }
+            } else if *name == IDEMPOTENCY_KEY {
+                out.has_key = true;
+            } else if *name == REQUEST_ATTEMPT {
+                out.has_attempt = true;
+            }
+        }
+        out
     }
 }
 
@@ -118,6 +156,43 @@ pub(crate) fn classify_error(err: &(dyn StdError + 'static)) -> Class {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The one-pass scan and the hashed lookups (used above `SCAN_MAX` headers) agree.
+    #[test]
+    fn request_headers_scan_matches_lookups_at_every_size() {
+        let cases: [&[(&str, &str)]; 5] = [
+            &[],
+            &[("content-type", "application/grpc+proto"), ("te", "trailers")],
+            &[("content-type", "application/json"), ("request-attempt", "3")],
+            &[("idempotency-key", "k"), ("accept", "*/*")],
+            &[("content-type", "application/grpc"), ("content-type", "text/plain")],
+        ];
+        for pairs in cases {
+            for padding in [0, SCAN_MAX + 1] {
+                let mut h = HeaderMap::new();
+                for (k, v) in pairs {
+                    h.append(*k, HeaderValue::from_str(v).unwrap());
+                }
+                for i in 0..padding {
+                    h.insert(
+                        http::HeaderName::from_bytes(format!("x-pad-{i}").as_bytes()).unwrap(),
+                        HeaderValue::from_static("1"),
+                    );
+                }
+                let first_type = h.get(http::header::CONTENT_TYPE);
+                let expected = RequestHeaders {
+                    protocol: first_type.map_or(Protocol::Http, Protocol::of_content_type),
+                    has_key: h.contains_key(IDEMPOTENCY_KEY),
+                    has_attempt: h.contains_key(REQUEST_ATTEMPT),
+                };
+                assert_eq!(RequestHeaders::scan(&h), expected, "{pairs:?} + {padding}");
+            }
+        }
+        let grpc = [("content-type", "application/grpc")];
+        let mut h = HeaderMap::new();
+        h.insert(http::header::CONTENT_TYPE, HeaderValue::from_static(grpc[0].1));
+        assert_eq!(RequestHeaders::scan(&h).protocol, Protocol::Grpc);
+    }
 
     fn resp(status: u16, headers: &[(&str, &[u8])]) -> Response<()> {
         let mut r = Response::builder().status(status);

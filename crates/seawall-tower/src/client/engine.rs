@@ -15,7 +15,7 @@ use seawall::policy::{Attempt, Call, Decision, GiveUp, GiveUpReason, RequestInfo
 use seawall::time::{Clock, Instant, SystemClock};
 
 use crate::client::body::{ReplayBody, replay_into};
-use crate::client::classify::{Protocol, classify_error, classify_response};
+use crate::client::classify::{Protocol, RequestHeaders, classify_error, classify_response};
 use crate::client::metrics::ClientMetrics;
 use crate::client::retry::error::{BoxError, GaveUpError, LastOutcome};
 use crate::wire::{
@@ -61,6 +61,8 @@ pub(crate) struct Ctx<S, B, RB, Bu: Budget> {
     call: Option<Call>,
     spare: Option<Request<B>>,
     protocol: Protocol,
+    /// The request came with a `Request-Attempt` of its own (removed from the first attempt).
+    carries_attempt: bool,
     started: Instant,
     max_attempts: u32,
     _response: std::marker::PhantomData<fn() -> RB>,
@@ -100,6 +102,7 @@ impl<S, B, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
             call: None,
             spare: None,
             protocol: Protocol::Http,
+            carries_attempt: false,
             started: Instant::ZERO,
             max_attempts: 1,
             _response: std::marker::PhantomData,
@@ -115,7 +118,10 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
         let shared = &*self.shared;
         let policy = &*shared.policy;
         let started = SystemClock.now();
-        let protocol = Protocol::of(req.headers());
+        // One pass over the headers (none for a header-less request) instead of a hashed lookup
+        // for each thing the call needs to know.
+        let headers = RequestHeaders::scan(req.headers());
+        let protocol = headers.protocol;
         let deadline = req
             .extensions()
             .get::<RequestDeadline>()
@@ -125,7 +131,7 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
         // `http::Method::is_idempotent` is seawall's list (GET, HEAD, PUT, DELETE, OPTIONS,
         // TRACE) as an enum match; only other methods need the key, and the header lookup.
         let idempotent = req.method().is_idempotent();
-        let mut has_key = !idempotent && req.headers().contains_key(IDEMPOTENCY_KEY);
+        let mut has_key = !idempotent && headers.has_key;
         if shared.stamp_keys && !idempotent && !has_key {
             let key = uuid::Uuid::new_v4().hyphenated().to_string();
             if let Ok(v) = HeaderValue::try_from(key) {
@@ -151,6 +157,7 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
             m.call_started();
         }
         (self.protocol, self.started, self.max_attempts) = (protocol, started, max_attempts);
+        self.carries_attempt = headers.has_attempt;
         started
     }
 
@@ -189,7 +196,7 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
         if attempt.number() < self.max_attempts && attempt.number() > 1 {
             replay_into(req, &mut self.spare);
         }
-        stamp(req, self.protocol, &attempt, &self.shared.timeout_header);
+        stamp(req, self.protocol, self.carries_attempt, &attempt, &self.shared.timeout_header);
         if let Some(m) = &self.shared.metrics {
             m.attempt_started(attempt.number());
         }
@@ -312,7 +319,13 @@ fn small(n: u32) -> HeaderValue {
 }
 
 #[inline(always)]
-fn stamp<B>(req: &mut Request<B>, protocol: Protocol, attempt: &Attempt, cached: &TimeoutHeader) {
+fn stamp<B>(
+    req: &mut Request<B>,
+    protocol: Protocol,
+    carries_attempt: bool,
+    attempt: &Attempt,
+    cached: &TimeoutHeader,
+) {
     let n = attempt.number();
     let h = req.headers_mut();
     match protocol {
@@ -323,7 +336,7 @@ fn stamp<B>(req: &mut Request<B>, protocol: Protocol, attempt: &Attempt, cached:
             // request, say) is not this call's: it goes.
             if n > 1 {
                 h.insert(REQUEST_ATTEMPT, small(n));
-            } else if !h.is_empty() {
+            } else if carries_attempt {
                 h.remove(REQUEST_ATTEMPT);
             }
             if let Some(left) = attempt.time_left() {
