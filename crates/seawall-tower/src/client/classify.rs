@@ -59,12 +59,18 @@ pub(crate) struct RequestHeaders {
 const SCAN_MAX: usize = 16;
 
 impl RequestHeaders {
+    /// A header-less request (common on plain HTTP clients) costs a branch.
+    #[inline(always)]
     pub(crate) fn scan(h: &HeaderMap) -> Self {
+        if h.is_empty() {
+            return RequestHeaders { protocol: Protocol::Http, has_key: false, has_attempt: false };
+        }
+        Self::scan_some(h)
+    }
+
+    fn scan_some(h: &HeaderMap) -> Self {
         let mut out =
             RequestHeaders { protocol: Protocol::Http, has_key: false, has_attempt: false };
-        if h.is_empty() {
-            return out;
-        }
         if h.keys_len() > SCAN_MAX {
             out.protocol =
                 h.get(http::header::CONTENT_TYPE).map_or(Protocol::Http, Protocol::of_content_type);

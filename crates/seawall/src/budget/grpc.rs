@@ -69,6 +69,7 @@ impl Budget for GrpcThrottle {
         self.allows(self.milli_tokens.load(Ordering::Relaxed)).then_some(Withdrawal::new(0))
     }
 
+    #[inline]
     fn record(&self, _: Instant, _: Option<Withdrawal>, outcome: AttemptOutcome) {
         match outcome {
             AttemptOutcome::Answered => {
