@@ -177,9 +177,11 @@ async fn bodies_over_the_cap_fail_clearly() {
     let err = capped.clone().oneshot(get(addr, "/")).await.unwrap_err();
     assert!(matches!(err, ReqwestError::BodyTooLarge { limit: 1024, .. }), "{err:?}");
 
-    // Behind the layer, the caller gets the same error back as the last outcome.
+    // Behind the layer, the caller gets the same error back as the last outcome, after one
+    // attempt: the same answer would come back.
     let addr = serve(axum::Router::new().route("/", any(|| async { vec![b'x'; 4096] }))).await;
     let mut e = RetryLayer::new().layer(capped).oneshot(get(addr, "/")).await.unwrap_err();
+    assert_eq!((e.attempts(), e.reason()), (1, GiveUpReason::NotRetryable));
     let LastOutcome::Error(last) = e.last_mut() else { panic!("{e:?}") };
     assert!(
         matches!(last.downcast_ref::<ReqwestError>(), Some(ReqwestError::BodyTooLarge { .. })),

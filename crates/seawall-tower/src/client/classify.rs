@@ -147,6 +147,26 @@ fn finish(class: Class, hint: Hint) -> (Class, Hint) {
 /// The class of a transport error: a refused connection anywhere in the chain, or any other
 /// connection failure.
 pub(crate) fn classify_error(err: &(dyn StdError + 'static)) -> Class {
+    #[cfg(feature = "reqwest")]
+    if let Some(e) = err.downcast_ref::<crate::client::reqwest::ReqwestError>() {
+        use crate::client::reqwest::ReqwestError;
+        match e {
+            // Nothing was sent, and resending cannot change the outcome.
+            ReqwestError::Request(_) | ReqwestError::BodyTooLarge { .. } => {
+                return Class::NeverRetry;
+            }
+            // Connecting failed (refused, DNS, the TCP or TLS handshake): the request never
+            // reached a server, so resending it is safe even for a POST.
+            ReqwestError::Send(r) if r.is_connect() => {
+                return Class::Retryable(Transient::ConnectRefused);
+            }
+            // A timeout set on the reqwest client.
+            ReqwestError::Send(r) | ReqwestError::Body(r) if r.is_timeout() => {
+                return Class::Retryable(Transient::Timeout);
+            }
+            _ => {}
+        }
+    }
     let mut cur: Option<&(dyn StdError + 'static)> = Some(err);
     while let Some(e) = cur {
         if let Some(io) = e.downcast_ref::<std::io::Error>()

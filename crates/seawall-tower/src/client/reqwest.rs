@@ -22,18 +22,19 @@
 //!
 //! # How errors are classified
 //!
-//! [`ReqwestError`] keeps reqwest's error as its [`source`](std::error::Error::source), and
-//! reqwest keeps hyper's and the operating system's below it, so the layers find a refused
-//! connection in the chain: it is retried even for a POST (the server never saw the request).
+//! The layers recognise [`ReqwestError`]:
+//! - [`Request`](ReqwestError::Request) and [`BodyTooLarge`](ReqwestError::BodyTooLarge) are
+//!   never retried: nothing was sent, or the same answer would come back.
+//! - a [`Send`](ReqwestError::Send) error reqwest reports with `is_connect()` (refused, a DNS
+//!   error, a TCP or TLS handshake that failed or timed out) reached no server: it is retried
+//!   even for a POST.
+//! - a timeout set on the reqwest client is a timeout, like the layers' own per-attempt
+//!   timeout (prefer that one: it also stops at the call's deadline).
+//!
 //! Every other error is a transport failure, retried only for idempotent requests (or requests
-//! with an `Idempotency-Key`). That includes the other connect failures reqwest reports with
-//! `is_connect()` (a DNS error, a connect timeout): the layers only know a refused connection
-//! for certain to have reached no server, so a POST is not resent after those. It also
-//! includes, for now, [`BodyTooLarge`](ReqwestError::BodyTooLarge) and
-//! [`Request`](ReqwestError::Request), which cannot succeed on a retry; the attempt cap and the
-//! retry budget bound what they cost. Leave timeouts to the layers (their per-attempt timeout
-//! is classified as a timeout); a timeout set on the reqwest client is reported as a transport
-//! failure.
+//! with an `Idempotency-Key`). [`ReqwestError`] keeps reqwest's error as its
+//! [`source`](std::error::Error::source), and reqwest keeps hyper's and the operating system's
+//! below it.
 //!
 //! ```no_run
 //! use bytes::Bytes;
