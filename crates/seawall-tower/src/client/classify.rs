@@ -11,10 +11,12 @@
 //!   (a trailers-only response, which is how servers and proxies answer errors without a body)
 //!   through [`classify_grpc`]; `grpc-retry-pushback-ms` as the hint. A status that only arrives
 //!   in the trailers of a streamed body is not seen here: such a call already produced a stream
-//!   for the caller and is not retried.
+//!   for the caller and is committed, as gRFC A6 has it (see `client::grpc`).
 //! - Transport errors: a refused connection anywhere in the error's `source()` chain is
 //!   [`Transient::ConnectRefused`] (the server never saw the request, so even a POST may be
-//!   resent); anything else is [`Transient::Connection`].
+//!   resent); anything else is [`Transient::Connection`]. The reqwest adapter's errors are read
+//!   more closely (feature `reqwest`): any connect failure reached no server, a client timeout
+//!   is a timeout, an unbuildable request or an oversized body is never retried.
 //!
 //! Header values are untrusted: anything that is not valid is treated as absent, except a
 //! garbled pushback, which gRFC A6 says means "don't retry". Nothing here can panic.

@@ -10,6 +10,19 @@
 //! [`IntoTonicLayer`] turns it back into tonic's body just above the channel. Streaming calls
 //! should not go through the buffer (the limit refuses them rather than holding them in memory).
 //!
+//! # Which gRPC failures are retried
+//!
+//! The layers decide on the response head, as gRPC's own retry does (gRFC A6): a failure a
+//! server sends as a *trailers-only* response — `grpc-status` in the headers, no message, which
+//! is how servers (tonic's included) answer a call they reject, throttle or cannot serve — is
+//! classified and retried like any other (`UNAVAILABLE` retried, `RESOURCE_EXHAUSTED`
+//! throttled, `grpc-retry-pushback-ms` honoured). Once a server has sent response headers
+//! without a status, the call is *committed*: A6 never retries it, and neither do these layers
+//! — the response goes to the caller, and a status that arrives later in the trailers is the
+//! caller's. Classifying it would mean holding the whole response back until its trailers came,
+//! which a streaming call cannot do and a unary one would pay for on every success. A proxy's
+//! HTTP-level failure (a 503 with no `grpc-status`) is classified by its HTTP status.
+//!
 //! ```no_run
 //! use seawall_tower::client::RetryLayer;
 //! use seawall_tower::client::grpc::{BufferLayer, IntoTonicLayer};
