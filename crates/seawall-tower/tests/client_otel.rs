@@ -76,11 +76,32 @@ fn collect(reader: &SharedReader) -> Points {
                         out.insert((name.clone(), attrs(p.attributes())), p.value());
                     }
                 }
+                // Compared on its own (`histogram`).
+                AggregatedMetrics::F64(MetricData::Histogram(_)) => {}
                 other => panic!("{name}: unexpected data {other:?}"),
             }
         }
     }
     out
+}
+
+/// The duration histogram's (count, sum, bucket boundaries) for attributes `want`, from one
+/// collection.
+fn histogram(reader: &SharedReader, want: &str) -> Option<(u64, f64, Vec<f64>)> {
+    let mut rm = ResourceMetrics::default();
+    reader.collect(&mut rm).unwrap();
+    for scope in rm.scope_metrics() {
+        for m in scope.metrics().filter(|m| m.name() == otel::CALL_DURATION) {
+            assert_eq!(m.unit(), "s");
+            let AggregatedMetrics::F64(MetricData::Histogram(h)) = m.data() else {
+                panic!("{:?}", m.data())
+            };
+            if let Some(p) = h.data_points().find(|p| attrs(p.attributes()) == want) {
+                return Some((p.count(), p.sum(), p.bounds().collect()));
+            }
+        }
+    }
+    None
 }
 
 /// The Prometheus text exposition as (name, labels) → value, histograms left out.
@@ -184,6 +205,17 @@ async fn exported_values_equal_the_client_metrics() {
     }
     assert_eq!(points.len(), prom.len(), "{points:#?}\n{prom:#?}");
     assert_eq!(points.len(), 1 + 10 + 1 + seawall::policy::GiveUpReason::COUNT + 1 + 1);
+
+    // The duration histogram: the 5 successful calls only, as in Prometheus.
+    let (count, sum, bounds) = histogram(&reader, "").expect("a duration histogram");
+    let text = metrics_text(&registry);
+    let prom_count = text
+        .lines()
+        .find_map(|l| l.strip_prefix("seawall_client_call_duration_seconds_count "))
+        .expect("the Prometheus histogram");
+    assert_eq!((count, prom_count), (5, "5"));
+    assert!(sum > 0.0 && sum < 5.0, "{sum}");
+    assert_eq!(bounds.first(), Some(&0.005));
 }
 
 #[tokio::test]
@@ -202,6 +234,8 @@ async fn dependencies_share_instruments_as_attribute_sets() {
     let points = collect(&reader);
     let calls = |dep: &str| points[&(otel::CALL_STARTED.to_owned(), format!("dependency={dep}"))];
     assert_eq!((calls("orders"), calls("users")), (3, 5));
+    let successes = |dep: &str| histogram(&reader, &format!("dependency={dep}")).unwrap().0;
+    assert_eq!((successes("orders"), successes("users")), (2, 4));
     let second = |dep: &str| {
         points[&(otel::ATTEMPT_STARTED.to_owned(), format!("attempt=2,dependency={dep}"))]
     };

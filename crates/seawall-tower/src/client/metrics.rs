@@ -86,6 +86,9 @@ pub struct ClientMetrics {
     retry_overflow: Counter,
     breaker: Gauge,
     duration: Histogram,
+    /// The OpenTelemetry duration histogram, once [`register_otel`](Self::register_otel)ed.
+    #[cfg(feature = "otel")]
+    pub(crate) otel_duration: std::sync::OnceLock<crate::client::otel::Duration>,
 }
 
 impl Default for ClientMetrics {
@@ -113,6 +116,8 @@ impl ClientMetrics {
             retry_overflow: Counter::default(),
             breaker: Gauge::default(),
             duration: Histogram::new(exponential_buckets(0.001, 2.0, 15)),
+            #[cfg(feature = "otel")]
+            otel_duration: std::sync::OnceLock::new(),
         }
     }
 
@@ -159,6 +164,10 @@ impl ClientMetrics {
 
     pub(crate) fn succeeded(&self, took: Duration) {
         self.duration.observe(took.as_secs_f64());
+        #[cfg(feature = "otel")]
+        if let Some(d) = self.otel_duration.get() {
+            d.record(took);
+        }
     }
 
     pub(crate) fn gave_up(&self, reason: GiveUpReason) {

@@ -5,12 +5,12 @@
 //!
 //! [`ClientMetrics`] already counts everything, in relaxed atomics, on the hot path of every
 //! call. Recording each event a second time into OpenTelemetry counters would double that work
-//! for everyone who turns the feature on — and cost a branch for everyone who does not. So
-//! nothing is recorded twice: `register_otel` registers *observable* instruments whose callbacks
-//! read the same atomics when the SDK collects (once per export interval). A call costs exactly
-//! what it cost before; the only work is a handful of atomic loads per collection.
+//! for everyone who turns the feature on. So no count is recorded twice: `register_otel`
+//! registers *observable* instruments whose callbacks read the same atomics when the SDK
+//! collects (once per export interval), a handful of atomic loads per collection. Only the
+//! duration histogram is fed per call (below).
 //!
-//! The same values therefore appear in both exports: the Prometheus registry (if you register
+//! The same counts therefore appear in both exports: the Prometheus registry (if you register
 //! one) and OpenTelemetry agree at every collection.
 //!
 //! | OpenTelemetry name | instrument | unit | attributes |
@@ -21,19 +21,20 @@
 //! | [`seawall.client.give_up`](GIVE_UP) | observable counter | `{call}` | `reason` ([`GiveUpReason::as_str`](seawall::policy::GiveUpReason::as_str)) |
 //! | [`seawall.client.retry_overflow`](RETRY_OVERFLOW) | observable counter | `{retry}` | |
 //! | [`seawall.client.breaker.state`](BREAKER_STATE) | observable gauge (i64) | | 0 closed, 1 open, 2 half-open |
+//! | [`seawall.client.call.duration`](CALL_DURATION) | histogram (f64) | `s` | successful calls only |
 //!
 //! Every `attempt` and `reason` value is reported, zeros included, as in the Prometheus export.
 //! Attempts per logical call — the number to watch, see [`metrics`](crate::client::metrics) —
 //! is `seawall.client.attempt.started` summed over `attempt`, divided by
 //! `seawall.client.call.started`.
 //!
-//! # What stays Prometheus-only: the duration histogram
+//! # The duration histogram
 //!
-//! `seawall.client.call.duration` is not exported here. OpenTelemetry has no observable
-//! histogram: a histogram is fed one measurement at a time, and feeding it would put an
-//! OpenTelemetry record call on the hot path of every successful call, which this module exists
-//! to avoid. Read call durations from the Prometheus registry
-//! ([`ClientMetrics::register`]), or record your own histogram around the service.
+//! [`seawall.client.call.duration`](CALL_DURATION) (seconds, successful calls only, the bucket
+//! boundaries of OpenTelemetry's `http.client.request.duration`) is the one instrument fed as
+//! calls happen: OpenTelemetry has no observable histogram. Once registered, each successful
+//! call records its duration in it too — one check of a `OnceLock` for metrics that were never
+//! registered with OpenTelemetry, the SDK's `record` for those that were.
 //!
 //! # Several dependencies
 //!
@@ -55,8 +56,8 @@
 //! let _orders_layer = RetryLayer::new().with_metrics(orders);
 //! ```
 //!
-//! Register each [`ClientMetrics`] once per meter provider: a second registration reports its
-//! values twice. The callbacks hold the metrics weakly; once the metrics (and every layer using
+//! Register each [`ClientMetrics`] once: a second registration reports its counts twice (the
+//! histogram stays with the first). The callbacks hold the metrics weakly; once the metrics (and every layer using
 //! them) are dropped, they report nothing.
 
 use std::sync::{Arc, Weak};
@@ -78,13 +79,44 @@ pub const GIVE_UP: &str = "seawall.client.give_up";
 pub const RETRY_OVERFLOW: &str = "seawall.client.retry_overflow";
 /// Circuit breaker state: 0 closed, 1 open, 2 half-open (observable i64 gauge).
 pub const BREAKER_STATE: &str = "seawall.client.breaker.state";
+/// Duration of successful calls, in seconds (histogram, `s`).
+pub const CALL_DURATION: &str = "seawall.client.call.duration";
+
+/// Bucket boundaries, in seconds: OpenTelemetry's semantic conventions for
+/// `http.client.request.duration`.
+const DURATION_BOUNDARIES: [f64; 14] =
+    [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0];
+
+/// The duration histogram of one registered [`ClientMetrics`], with its attributes.
+#[derive(Debug)]
+pub(crate) struct Duration {
+    histogram: opentelemetry::metrics::Histogram<f64>,
+    attributes: Box<[KeyValue]>,
+}
+
+impl Duration {
+    pub(crate) fn record(&self, took: std::time::Duration) {
+        self.histogram.record(took.as_secs_f64(), &self.attributes);
+    }
+}
 
 impl ClientMetrics {
-    /// Registers observable instruments on `meter` that report these metrics at collection
-    /// time, under the names in the [`otel`](crate::client::otel) module docs, each measurement
-    /// carrying `attributes` (e.g. `dependency`) besides its own. Adds no work to any call.
+    /// Registers instruments on `meter` that report these metrics, under the names in the
+    /// [`otel`](crate::client::otel) module docs, each measurement carrying `attributes` (e.g.
+    /// `dependency`) besides its own: observable counters and a gauge read at collection time,
+    /// and the duration histogram, fed by each successful call. Register once: a second
+    /// registration (on any meter) reports the counters twice and is ignored by the histogram.
     pub fn register_otel(self: &Arc<Self>, meter: &Meter, attributes: &[KeyValue]) {
         let base: Arc<[KeyValue]> = attributes.into();
+        let histogram = meter
+            .f64_histogram(CALL_DURATION)
+            .with_description("Duration of successful calls")
+            .with_unit("s")
+            .with_boundaries(DURATION_BOUNDARIES.to_vec())
+            .build();
+        let _ = self
+            .otel_duration
+            .set(Duration { histogram, attributes: base.iter().cloned().collect() });
         let plain = |read: fn(&ClientMetrics) -> u64| {
             let (m, attrs) = (Arc::downgrade(self), base.clone());
             move |o: &dyn opentelemetry::metrics::AsyncInstrument<u64>| {
