@@ -40,17 +40,21 @@ pin_project! {
         ctx: Ctx<S, B, RB, Bu>,
         #[pin]
         sending: Sending<S, B>,
-        state: State<RB>,
+        // The wait between attempts, when there is one (kept apart from `state`, which then
+        // has nothing to drop: the success path changes it without drop glue).
+        pause: Option<Pin<Box<Pause<RB>>>>,
+        state: State,
     }
 }
 
-enum State<RB> {
+#[derive(Clone, Copy)]
+enum State {
     // Not polled yet: the call starts, and its clock is read, on the first poll.
     Init,
     // An attempt in flight (`sending`).
     Sending,
-    // The policy's wait before the next attempt, whose request is in `sending`.
-    Waiting(Pin<Box<Pause<RB>>>),
+    // The policy's wait (`pause`) before the next attempt, whose request is in `sending`.
+    Waiting,
     Done,
 }
 
@@ -72,7 +76,8 @@ where
     /// A call of `req` through `svc`. It starts — the deadline's clock, the copy for a retry,
     /// the policy's first decision — when the future is first polled.
     pub(crate) fn new(svc: S, shared: Arc<Shared<Bu>>, req: Request<B>) -> Self {
-        RetryFuture { ctx: Ctx::new(svc, shared), sending: Sending::new(req), state: State::Init }
+        let (ctx, sending) = (Ctx::new(svc, shared), Sending::new(req));
+        RetryFuture { ctx, sending, pause: None, state: State::Init }
     }
 }
 
@@ -128,23 +133,25 @@ where
                         Step::Retry { after, last, next } => {
                             this.sending.set(Sending::new(next));
                             let sleep = tokio::time::sleep(after);
-                            *this.state = State::Waiting(Box::pin(Pause { sleep, last }));
+                            *this.pause = Some(Box::pin(Pause { sleep, last }));
+                            *this.state = State::Waiting;
                         }
                     }
                 }
-                State::Waiting(pause) => {
+                State::Waiting => {
+                    let pause = this.pause.as_mut().expect("a wait is under way");
                     ready!(pause.as_mut().project().sleep.poll(cx));
                     let at = SystemClock.now();
                     match ctx.begin(at, this.sending.as_mut().request_mut()) {
                         Ok(attempt) => {
                             this.sending.as_mut().arm(&attempt, at);
+                            // The wait is over: its timer and outcome go.
+                            *this.pause = None;
                             *this.state = State::Sending;
                         }
                         Err(g) => {
-                            let State::Waiting(pause) = std::mem::replace(this.state, State::Done)
-                            else {
-                                unreachable!("matched above")
-                            };
+                            *this.state = State::Done;
+                            let pause = this.pause.take().expect("a wait is under way");
                             // `Pause` is not `Unpin` (the timer); its outcome is moved out whole.
                             let last = pause_last(pause);
                             return Poll::Ready(Err(ctx.give_up(g, last)));
