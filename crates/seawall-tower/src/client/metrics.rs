@@ -47,10 +47,11 @@
 
 use std::time::Duration;
 
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::{Registry, Unit};
 use seawall::breaker::BreakerState;
 use seawall::policy::{GiveUpReason, MAX_ATTEMPTS};
@@ -85,7 +86,7 @@ pub struct ClientMetrics {
     give_ups: [Counter; GiveUpReason::COUNT],
     retry_overflow: Counter,
     breaker: Gauge,
-    duration: Histogram,
+    duration: Durations,
     /// The OpenTelemetry duration histogram, once [`register_otel`](Self::register_otel)ed.
     #[cfg(feature = "otel")]
     pub(crate) otel_duration: std::sync::OnceLock<crate::client::otel::Duration>,
@@ -115,7 +116,7 @@ impl ClientMetrics {
             give_ups,
             retry_overflow: Counter::default(),
             breaker: Gauge::default(),
-            duration: Histogram::new(exponential_buckets(0.001, 2.0, 15)),
+            duration: Durations::default(),
             #[cfg(feature = "otel")]
             otel_duration: std::sync::OnceLock::new(),
         }
@@ -163,7 +164,7 @@ impl ClientMetrics {
     }
 
     pub(crate) fn succeeded(&self, took: Duration) {
-        self.duration.observe(took.as_secs_f64());
+        self.duration.observe(took);
         #[cfg(feature = "otel")]
         if let Some(d) = self.otel_duration.get() {
             d.record(took);
@@ -233,9 +234,97 @@ pub fn metrics_response(registry: &Registry) -> http::Response<String> {
     crate::exposition::response(registry)
 }
 
+/// Upper bounds of the duration buckets, in nanoseconds: 1 ms doubling to 16.4 s (15 buckets, as
+/// `exponential_buckets(0.001, 2.0, 15)`), then `+Inf`.
+const DURATION_BOUNDS_NS: [u64; 15] = {
+    let mut b = [0; 15];
+    let mut i = 0;
+    while i < 15 {
+        b[i] = 1_000_000 << i;
+        i += 1;
+    }
+    b
+};
+
+/// The call-duration histogram: recording is three relaxed atomic adds. (prometheus-client's
+/// `Histogram` takes a write lock per observation, which every successful call through a layer
+/// would contend for.) Its exposition is prometheus-client's, bucket for bucket.
+#[derive(Debug, Clone, Default)]
+struct Durations(std::sync::Arc<DurationCells>);
+
+#[derive(Debug, Default)]
+struct DurationCells {
+    /// Per bucket, not cumulative; the last is `+Inf`.
+    buckets: [std::sync::atomic::AtomicU64; DURATION_BOUNDS_NS.len() + 1],
+    count: std::sync::atomic::AtomicU64,
+    sum_ns: std::sync::atomic::AtomicU64,
+}
+
+impl Durations {
+    fn observe(&self, took: Duration) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        let i =
+            DURATION_BOUNDS_NS.iter().position(|&b| ns <= b).unwrap_or(DURATION_BOUNDS_NS.len());
+        let c = &self.0;
+        c.buckets[i].fetch_add(1, Relaxed);
+        c.sum_ns.fetch_add(ns, Relaxed);
+        c.count.fetch_add(1, Relaxed);
+    }
+}
+
+impl TypedMetric for Durations {
+    const TYPE: MetricType = MetricType::Histogram;
+}
+
+impl EncodeMetric for Durations {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let c = &self.0;
+        // Read separately (not one snapshot): a scrape racing a call may see it in one field
+        // and not yet in another, as with any set of Prometheus counters.
+        let bounds = DURATION_BOUNDS_NS.iter().map(|&b| b as f64 / 1e9).chain([f64::MAX]);
+        let buckets: Vec<(f64, u64)> =
+            bounds.zip(c.buckets.iter().map(|b| b.load(Relaxed))).collect();
+        let sum = c.sum_ns.load(Relaxed) as f64 / 1e9;
+        encoder.encode_histogram::<NoLabelSet>(sum, c.count.load(Relaxed), &buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        Self::TYPE
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The lock-free histogram exposes what prometheus-client's `Histogram` with the same
+    /// buckets does, line for line (the sum to rounding).
+    #[test]
+    fn durations_expose_like_prometheus_client_histogram() {
+        use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+        let ours = Durations::default();
+        let theirs = Histogram::new(exponential_buckets(0.001, 2.0, 15));
+        for ms in [0.5, 1.0, 1.000_001, 3.0, 250.0, 1_500.0, 16_384.0, 20_000.0, 0.0] {
+            let d = Duration::from_nanos((ms * 1e6) as u64);
+            ours.observe(d);
+            theirs.observe(d.as_secs_f64());
+        }
+        let text = |m: &dyn Fn(&mut Registry)| {
+            let mut r = Registry::default();
+            m(&mut r);
+            metrics_text(&r)
+        };
+        let a = text(&|r| r.register_with_unit("d", "d", Unit::Seconds, ours.clone()));
+        let b = text(&|r| r.register_with_unit("d", "d", Unit::Seconds, theirs.clone()));
+        let (sums_a, rest_a): (Vec<&str>, Vec<&str>) = a.lines().partition(|l| l.contains("_sum"));
+        let (sums_b, rest_b): (Vec<&str>, Vec<&str>) = b.lines().partition(|l| l.contains("_sum"));
+        assert_eq!(rest_a, rest_b);
+        let sum = |l: &[&str]| l[0].rsplit_once(' ').unwrap().1.parse::<f64>().unwrap();
+        assert!((sum(&sums_a) - sum(&sums_b)).abs() < 1e-6, "{sums_a:?} {sums_b:?}");
+        assert!(a.contains("d_seconds_bucket{le=\"+Inf\"} 9"), "{a}");
+    }
 
     #[test]
     fn names_and_labels_are_exported() {
