@@ -226,7 +226,7 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
     /// `sent_at` is when the attempt started if the response came within the very poll that
     /// sent it.
     #[inline]
-    pub(crate) fn succeeded(&mut self, _resp: &Response<RB>, sent_at: Option<Instant>) {
+    pub(crate) fn succeeded(&mut self, sent_at: Option<Instant>) {
         let shared = &*self.shared;
         let call = self.call.as_mut().expect("the call has started");
         // A success that came back within the poll that sent it is recorded at the attempt's

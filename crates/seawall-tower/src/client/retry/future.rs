@@ -120,7 +120,7 @@ where
                     if let Some(Ok(resp)) = &sent
                         && ctx.is_success(resp)
                     {
-                        ctx.succeeded(resp, sent_at);
+                        ctx.succeeded(sent_at);
                         *this.state = State::Done;
                         let Some(Ok(resp)) = sent else { unreachable!("matched above") };
                         return Poll::Ready(Ok(resp));
