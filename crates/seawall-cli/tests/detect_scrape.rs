@@ -69,23 +69,20 @@ fn seawall(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_seawall")).args(args).output().unwrap()
 }
 
-#[test]
-fn json_verdicts_call_the_storm_and_stop_after_max_intervals() {
+/// `seawall detect` scraping a fresh storm server's edge and dependency every 50 ms, learning
+/// for 0.3 s, for `intervals` intervals.
+fn detect_storm(intervals: &str, extra: &[&str]) -> std::process::Output {
     let base = serve(100);
     let (edge, dep) = (format!("{base}/edge"), format!("{base}/dep"));
-    let out = seawall(&[
-        "detect",
-        "--scrape",
-        &edge,
-        &dep,
-        "--interval",
-        "0.05",
-        "--warmup",
-        "0.3",
-        "--max-intervals",
-        "14",
-        "--json",
-    ]);
+    let mut args = vec!["detect", "--scrape", &edge, &dep, "--interval", "0.05", "--warmup", "0.3"];
+    args.extend(["--max-intervals", intervals]);
+    args.extend(extra);
+    seawall(&args)
+}
+
+#[test]
+fn json_verdicts_call_the_storm_and_stop_after_max_intervals() {
+    let out = detect_storm("14", &["--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
         .unwrap()
@@ -105,20 +102,7 @@ fn json_verdicts_call_the_storm_and_stop_after_max_intervals() {
 
 #[test]
 fn text_lines_show_the_evidence() {
-    let base = serve(100);
-    let (edge, dep) = (format!("{base}/edge"), format!("{base}/dep"));
-    let out = seawall(&[
-        "detect",
-        "--scrape",
-        &edge,
-        &dep,
-        "--interval",
-        "0.05",
-        "--warmup",
-        "0.3",
-        "--max-intervals",
-        "12",
-    ]);
+    let out = detect_storm("12", &[]);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(out.status.success(), "{text}");
     assert!(text.contains("retry_storm") && text.contains("edge flat"), "{text}");
