@@ -13,7 +13,6 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
-use std::time::Duration;
 
 use http::Request;
 use pin_project_lite::pin_project;
@@ -22,26 +21,25 @@ use seawall::time::{Clock, Instant, SystemClock};
 use tower_service::Service;
 
 pin_project! {
-    /// The request until the service is ready and takes it, then the service's future: the two
-    /// share their space.
+    /// Waiting for the service to be ready, then the service's future.
     #[project = InnerProj]
-    enum Inner<B, F> {
-        Waiting { req: Option<Request<B>> },
+    enum Inner<F> {
+        Ready,
         Called { #[pin] fut: F },
     }
 }
 
 pin_project! {
-    /// One attempt in flight, with its request until the service takes it. Poll it with the
-    /// service it is sent through.
+    /// One attempt in flight. Poll it with the service it is sent through and what calls the
+    /// service: the request is made only once the service is ready to take it.
     pub(crate) struct Sending<S, B>
     where
         S: Service<Request<B>>,
     {
         #[pin]
-        inner: Inner<B, S::Future>,
+        inner: Inner<S::Future>,
         span: tracing::Span,
-        timeout: Option<Duration>,
+        attempt: Attempt,
         at: Instant,
         timer: Option<Pin<Box<tokio::time::Sleep>>>,
     }
@@ -51,25 +49,16 @@ impl<S, B> Sending<S, B>
 where
     S: Service<Request<B>>,
 {
-    /// An attempt of `req`, to be [`arm`](Self::arm)ed before it is polled.
+    /// An attempt, to be [`arm`](Self::arm)ed before it is polled.
     #[inline]
-    pub(crate) fn new(req: Request<B>) -> Self {
-        let (span, timeout, at) = (tracing::Span::none(), None, Instant::ZERO);
-        Sending { inner: Inner::Waiting { req: Some(req) }, span, timeout, at, timer: None }
-    }
-
-    /// The request, until the service has taken it.
-    #[inline]
-    pub(crate) fn request_mut(self: Pin<&mut Self>) -> Option<&mut Request<B>> {
-        match self.project().inner.project() {
-            InnerProj::Waiting { req } => req.as_mut(),
-            InnerProj::Called { .. } => None,
-        }
+    pub(crate) fn new() -> Self {
+        let (span, attempt, at) = (tracing::Span::none(), Attempt::default(), Instant::ZERO);
+        Sending { inner: Inner::Ready, span, attempt, at, timer: None }
     }
 
     /// Sets up the attempt that the policy allowed `at`.
     #[inline(always)]
-    pub(crate) fn arm(self: Pin<&mut Self>, attempt: &Attempt, at: Instant) {
+    pub(crate) fn arm(self: Pin<&mut Self>, attempt: Attempt, at: Instant) {
         let span = tracing::debug_span!(
             "seawall.client.attempt",
             seawall.attempt = attempt.number(),
@@ -84,52 +73,56 @@ where
         if !span.is_none() {
             *this.span = span;
         }
-        (*this.timeout, *this.at) = (attempt.timeout(), at);
+        (*this.attempt, *this.at) = (attempt, at);
     }
 
-    /// Drives the attempt: `None` when it timed out. The service's error is passed as it is
-    /// (boxing it, like any change of the result's type, would copy the response).
+    /// Drives the attempt. Once `svc` is ready, `call` builds the attempt's request and calls it
+    /// (the request is built where the call takes it: a request is a few hundred bytes, and
+    /// returning it would copy it). The service's result is passed as it is (wrapping it, like
+    /// any change of its type, would copy the response); when this is pending, ask
+    /// [`poll_timeout`](Self::poll_timeout).
     #[inline(always)]
     pub(crate) fn poll_send(
         self: Pin<&mut Self>,
         svc: &mut S,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<S::Response, S::Error>>> {
-        let mut this = self.project();
-        let sent = {
-            let _entered = this.span.enter();
-            poll_inner(this.inner.as_mut(), svc, cx)
-        };
-        if let Poll::Ready(r) = sent {
-            return Poll::Ready(Some(r));
-        }
-        let Some(t) = *this.timeout else { return Poll::Pending };
+        call: impl FnOnce(&mut S, &Attempt) -> S::Future,
+    ) -> Poll<Result<S::Response, S::Error>> {
+        let this = self.project();
+        let _entered = this.span.enter();
+        let attempt = this.attempt;
+        poll_inner(this.inner, svc, cx, |svc| call(svc, attempt))
+    }
+
+    /// Whether the attempt has run out of time (never, without a timeout). The timer is armed
+    /// on the first call, for what is left of the timeout.
+    pub(crate) fn poll_timeout(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.project();
+        let Some(t) = this.attempt.timeout() else { return Poll::Pending };
         let timer = this.timer.get_or_insert_with(|| {
             // What is left of the timeout: time spent in the first poll counts.
             let left = t.saturating_sub(SystemClock.now() - *this.at);
             Box::pin(tokio::time::sleep(left))
         });
-        ready!(timer.as_mut().poll(cx));
-        Poll::Ready(None)
+        timer.as_mut().poll(cx)
     }
 }
 
 #[inline(always)]
 fn poll_inner<S: Service<Request<B>>, B>(
-    mut inner: Pin<&mut Inner<B, S::Future>>,
+    mut inner: Pin<&mut Inner<S::Future>>,
     svc: &mut S,
     cx: &mut Context<'_>,
+    call: impl FnOnce(&mut S) -> S::Future,
 ) -> Poll<Result<S::Response, S::Error>> {
-    loop {
-        match inner.as_mut().project() {
-            InnerProj::Waiting { req } => {
-                if let Err(e) = ready!(svc.poll_ready(cx)) {
-                    return Poll::Ready(Err(e));
-                }
-                let req = req.take().expect("one request per attempt");
-                inner.set(Inner::Called { fut: svc.call(req) });
-            }
-            InnerProj::Called { fut } => return fut.poll(cx),
+    if let InnerProj::Ready = inner.as_mut().project() {
+        if let Err(e) = ready!(svc.poll_ready(cx)) {
+            return Poll::Ready(Err(e));
         }
+        inner.set(Inner::Called { fut: call(svc) });
+    }
+    match inner.project() {
+        InnerProj::Called { fut } => fut.poll(cx),
+        InnerProj::Ready => unreachable!("called above"),
     }
 }

@@ -2,15 +2,17 @@
 //!
 //! # Why a trait and not `B: Clone`
 //!
-//! A retry must send the *same* request again, so the layer needs a second copy of the body
-//! before the first attempt consumes it. `tower::retry` asks the policy to clone the whole
+//! A retry must send the *same* request again, so an attempt that may be followed by another
+//! is sent a copy of the request, and the layer keeps the request itself (the last attempt a
+//! call may make is sent the request). `tower::retry` asks the policy to clone the whole
 //! request; requiring `B: Clone` would shut out every streaming body (hyper's `Incoming`, axum's
 //! `Body`, tonic's `Body`), and buffering every body behind the caller's back would turn a
 //! 2 GB upload into 2 GB of memory. So seawall asks the body itself: [`ReplayBody::try_replay`]
 //! returns a copy when one is cheap (`Bytes`, `String`, `Full<Bytes>`, `Empty` — a reference
-//! count or a small copy) and `None` for a stream. A request whose body says `None` is **sent
-//! once**: the policy still classifies it, counts it and applies its deadline, but never resends
-//! it — not even after a refused connection, because the stream was consumed by the attempt.
+//! count or a small copy) and `None` for a stream. A request whose body cannot be replayed
+//! ([`ReplayBody::can_replay`] is false) is **sent once**: the policy still classifies it,
+//! counts it and applies its deadline, but never resends it — not even after a refused
+//! connection, because the stream was consumed by the attempt.
 //!
 //! To retry a streaming body, buffer it yourself into one of the replayable types first (gRPC
 //! users: see `client::grpc` behind the `grpc` feature, which does exactly that for unary calls).
@@ -33,6 +35,14 @@ use bytes::Bytes;
 pub trait ReplayBody: Sized {
     /// An identical, unconsumed copy of this body, or `None` if it cannot be replayed.
     fn try_replay(&self) -> Option<Self>;
+
+    /// Whether [`try_replay`](Self::try_replay) would return a copy. A call asks once, before
+    /// its first attempt, and the copies come later; the default makes a copy and drops it, so
+    /// implement it where the answer is known without one.
+    #[inline]
+    fn can_replay(&self) -> bool {
+        self.try_replay().is_some()
+    }
 }
 
 macro_rules! replay_by_clone {
@@ -41,6 +51,11 @@ macro_rules! replay_by_clone {
             #[inline]
             fn try_replay(&self) -> Option<Self> {
                 Some(self.clone())
+            }
+
+            #[inline]
+            fn can_replay(&self) -> bool {
+                true
             }
         })*
     };
@@ -53,12 +68,22 @@ impl<D: Clone> ReplayBody for http_body_util::Full<D> {
     fn try_replay(&self) -> Option<Self> {
         Some(self.clone())
     }
+
+    #[inline]
+    fn can_replay(&self) -> bool {
+        true
+    }
 }
 
 impl<D> ReplayBody for http_body_util::Empty<D> {
     #[inline]
     fn try_replay(&self) -> Option<Self> {
         Some(http_body_util::Empty::new())
+    }
+
+    #[inline]
+    fn can_replay(&self) -> bool {
+        true
     }
 }
 
@@ -67,6 +92,10 @@ impl<D, E> ReplayBody for http_body_util::combinators::BoxBody<D, E> {
     fn try_replay(&self) -> Option<Self> {
         None
     }
+
+    fn can_replay(&self) -> bool {
+        false
+    }
 }
 
 impl<D, E> ReplayBody for http_body_util::combinators::UnsyncBoxBody<D, E> {
@@ -74,30 +103,17 @@ impl<D, E> ReplayBody for http_body_util::combinators::UnsyncBoxBody<D, E> {
     fn try_replay(&self) -> Option<Self> {
         None
     }
+
+    fn can_replay(&self) -> bool {
+        false
+    }
 }
 
-/// Copies a request for another attempt: method, URI, version, headers, extensions and a
-/// replayed body. `None` when the body cannot be replayed.
-#[cfg(test)]
-pub(crate) fn replay_request<B: ReplayBody>(req: &http::Request<B>) -> Option<http::Request<B>> {
-    let mut slot = None;
-    replay_into(req, &mut slot);
-    slot
-}
-
-/// The same copy into `slot`, where the copy is built in place (a request is a few hundred
-/// bytes: returning it would copy it); `false`, with `slot` emptied, when the body cannot be
-/// replayed.
+/// Makes `copy` (a new request whose body is a replay of `req`'s) a copy of `req`: method, URI,
+/// version, headers and extensions. Written in place: a request is a few hundred bytes, and
+/// returning one would copy it.
 #[inline(always)]
-pub(crate) fn replay_into<B: ReplayBody>(
-    req: &http::Request<B>,
-    slot: &mut Option<http::Request<B>>,
-) -> bool {
-    let Some(body) = req.body().try_replay() else {
-        *slot = None;
-        return false;
-    };
-    let copy = slot.insert(http::Request::new(body));
+pub(crate) fn replay_head<B>(req: &http::Request<B>, copy: &mut http::Request<B>) {
     *copy.method_mut() = req.method().clone();
     *copy.uri_mut() = req.uri().clone();
     *copy.version_mut() = req.version();
@@ -107,7 +123,6 @@ pub(crate) fn replay_into<B: ReplayBody>(
         *copy.headers_mut() = req.headers().clone();
     }
     *copy.extensions_mut() = req.extensions().clone();
-    true
 }
 
 #[cfg(test)]
@@ -120,7 +135,8 @@ mod tests {
             .header("x-a", "1")
             .body(Bytes::from_static(b"hi"))
             .unwrap();
-        let copy = replay_request(&req).unwrap();
+        let mut copy = http::Request::new(req.body().try_replay().unwrap());
+        replay_head(&req, &mut copy);
         assert_eq!(copy.method(), req.method());
         assert_eq!(copy.uri(), req.uri());
         assert_eq!(copy.headers(), req.headers());
@@ -132,5 +148,7 @@ mod tests {
         use http_body_util::BodyExt;
         let b = http_body_util::Full::new(Bytes::new()).boxed_unsync();
         assert!(b.try_replay().is_none());
+        assert!(!b.can_replay());
+        assert!(Bytes::new().can_replay() && http_body_util::Empty::<Bytes>::new().can_replay());
     }
 }

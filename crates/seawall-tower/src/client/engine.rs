@@ -1,9 +1,10 @@
 //! What both layers do around each attempt: the core policy decides, this adapter stamps,
-//! classifies and keeps the call's state between attempts ([`Ctx`]). The sending itself (and the
-//! request of the attempt, until the service takes it) is in `attempt.rs`, the future that drives
-//! a call in `retry/future.rs`.
+//! classifies and keeps the call's state between attempts ([`Ctx`]), the call's request among it.
+//! The sending itself is in `attempt.rs`, the future that drives a call in `retry/future.rs`.
 
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http::{HeaderValue, Request, Response};
@@ -14,7 +15,8 @@ use seawall::hint::Hint;
 use seawall::policy::{Attempt, Call, Decision, GiveUp, GiveUpReason, RequestInfo, RetryPolicy};
 use seawall::time::{Clock, Instant, SystemClock};
 
-use crate::client::body::{ReplayBody, replay_into};
+use crate::client::attempt::Sending;
+use crate::client::body::{ReplayBody, replay_head};
 use crate::client::classify::{Protocol, RequestHeaders, classify_error, classify_response};
 use crate::client::metrics::ClientMetrics;
 use crate::client::retry::error::{BoxError, GaveUpError, LastOutcome};
@@ -47,22 +49,27 @@ impl<Bu> Clone for Shared<Bu> {
     }
 }
 
-/// One logical call between attempts: the policy's per-call state and the spare copy of the
-/// request for a retry. Built when the service is called ([`new`](Self::new)) and started, in
-/// place, on the future's first poll ([`start`](Self::start)): it is a large part of the call's
-/// future, and every move of the future is a copy. The request of the attempt in flight lives
-/// with the attempt (`attempt::Sending`), where the service's future takes its place. Dropping a
-/// started call before it has ended abandons it, which returns what it held to the budget and
-/// breaker.
+/// One logical call between attempts: the policy's per-call state and the call's request. Built
+/// when the service is called ([`new`](Self::new)) and started, in place, on the future's first
+/// poll ([`start`](Self::start)): it is a large part of the call's future, and every move of the
+/// future is a copy.
+///
+/// The request stays here, as the caller gave it, and each attempt is sent a copy of it, made
+/// when the service is ready and stamped with that attempt's headers; the last attempt the call
+/// may make (and a request whose body cannot be replayed) is sent the request itself. So a
+/// retry's copy is the one a success needed anyway, as with `tower::retry`, and nothing is moved
+/// out of the future but what the service takes. Dropping a started call before it has ended
+/// abandons it, which returns what it held to the budget and breaker.
 pub(crate) struct Ctx<S, B, RB, Bu: Budget> {
-    pub(crate) svc: S,
+    svc: S,
     shared: Arc<Shared<Bu>>,
     /// `None` until the call starts.
     call: Option<Call>,
-    spare: Option<Request<B>>,
+    /// `None` once the last attempt took it.
+    req: Option<Request<B>>,
     protocol: Protocol,
-    /// The request came with a `Request-Attempt` of its own (removed from the first attempt).
-    carries_attempt: bool,
+    /// Attempts may be sent copies of `req` (its body can be replayed and a retry is allowed).
+    replayable: bool,
     started: Instant,
     max_attempts: u32,
     _response: std::marker::PhantomData<fn() -> RB>,
@@ -80,12 +87,11 @@ impl<S, B, RB, Bu: Budget> Drop for Ctx<S, B, RB, Bu> {
 
 /// What comes after an attempt. Returned and matched at once, never stored: the size of the
 /// retry's request costs no copy on the success path (boxing it would cost a retry an allocation).
-#[allow(clippy::large_enum_variant)]
-pub(crate) enum Step<RB, B> {
+pub(crate) enum Step<RB> {
     /// The call is over.
     Done(Result<Response<RB>, GaveUpError<RB>>),
-    /// Wait `after`, then send `next`; `last` is what the failed attempt produced.
-    Retry { after: Duration, last: LastOutcome<RB>, next: Request<B> },
+    /// Wait `after`, then send the next attempt; `last` is what the failed attempt produced.
+    Retry { after: Duration, last: LastOutcome<RB> },
 }
 
 /// An attempt's result: the response or transport error (boxed: the failure path), `None` if it
@@ -93,16 +99,16 @@ pub(crate) enum Step<RB, B> {
 pub(crate) type Sent<RB> = Option<Result<Response<RB>, BoxError>>;
 
 impl<S, B, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
-    /// A call through `svc`, not started yet.
+    /// A call of `req` through `svc`, not started yet.
     #[inline]
-    pub(crate) fn new(svc: S, shared: Arc<Shared<Bu>>) -> Self {
+    pub(crate) fn new(svc: S, shared: Arc<Shared<Bu>>, req: Request<B>) -> Self {
         Ctx {
             svc,
             shared,
             call: None,
-            spare: None,
+            req: Some(req),
             protocol: Protocol::Http,
-            carries_attempt: false,
+            replayable: false,
             started: Instant::ZERO,
             max_attempts: 1,
             _response: std::marker::PhantomData,
@@ -111,13 +117,14 @@ impl<S, B, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
 }
 
 impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
-    /// Starts the logical call for `req` (stamping an idempotency key on it if configured) and
+    /// Starts the logical call (stamping an idempotency key on its request if configured) and
     /// returns when: the call's first attempt starts then too, one clock read serves both.
     #[inline]
-    pub(crate) fn start(&mut self, req: &mut Request<B>) -> Instant {
+    pub(crate) fn start(&mut self) -> Instant {
         let shared = &*self.shared;
         let policy = &*shared.policy;
         let started = SystemClock.now();
+        let req = self.req.as_mut().expect("a call starts with its request");
         // One pass over the headers (none for a header-less request) instead of a hashed lookup
         // for each thing the call needs to know.
         let headers = RequestHeaders::scan(req.headers());
@@ -139,11 +146,15 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
                 has_key = true;
             }
         }
+        // A number the request already carries (copied from an incoming request, say) is not
+        // this call's: it goes, and retries stamp their own.
+        if headers.has_attempt && protocol == Protocol::Http {
+            req.headers_mut().remove(REQUEST_ATTEMPT);
+        }
         let max_attempts = policy.config().max_attempts();
-        // The copy for a retry is taken before the first attempt consumes the request; for
-        // `Bytes`-like bodies it is reference counts, plus the header map when there is one.
-        // Written where it lies: the copy is as large as the request.
-        let replayable = max_attempts > 1 && replay_into(req, &mut self.spare);
+        // For `Bytes`-like bodies the copies are reference counts, plus the header map when
+        // there is one.
+        let replayable = max_attempts > 1 && req.body().can_replay();
         // A body that cannot be replayed is sent once: tell the policy it is not safe to resend.
         let info = if max_attempts > 1 && !replayable {
             RequestInfo::send_once()
@@ -157,7 +168,7 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
             m.call_started();
         }
         (self.protocol, self.started, self.max_attempts) = (protocol, started, max_attempts);
-        self.carries_attempt = headers.has_attempt;
+        self.replayable = replayable;
         started
     }
 
@@ -174,33 +185,48 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
         GaveUpError::new(g, attempts, self.protocol == Protocol::Grpc, last)
     }
 
-    /// Asks the policy whether the attempt with request `req` (`None` only by a bug) may start
-    /// `at`; if so, keeps a spare copy of the request when another retry may follow and stamps
-    /// the attempt's headers on it. On a refusal the call is over: report it with
-    /// [`give_up`](Self::give_up).
+    /// Asks the policy whether the next attempt may start `at`. On a refusal the call is over:
+    /// report it with [`give_up`](Self::give_up).
     #[inline(always)]
-    pub(crate) fn begin(
-        &mut self,
-        at: Instant,
-        req: Option<&mut Request<B>>,
-    ) -> Result<Attempt, GiveUp> {
-        let policy = &*self.shared.policy;
+    pub(crate) fn begin(&mut self, at: Instant) -> Result<Attempt, GiveUp> {
         let call = self.call.as_mut().expect("the call has started");
-        let attempt = policy.before_attempt(call, at)?;
-        let Some(req) = req else {
-            // Unreachable by construction (an attempt only begins with a request in hand);
-            // fail closed.
-            policy.abandon(call, at);
-            return Err(GiveUp { reason: GiveUpReason::NotReplayable, overloaded: true });
-        };
-        if attempt.number() < self.max_attempts && attempt.number() > 1 {
-            replay_into(req, &mut self.spare);
-        }
-        stamp(req, self.protocol, self.carries_attempt, &attempt, &self.shared.timeout_header);
+        let attempt = self.shared.policy.before_attempt(call, at)?;
         if let Some(m) = &self.shared.metrics {
             m.attempt_started(attempt.number());
         }
         Ok(attempt)
+    }
+
+    /// Drives the attempt `sending` (see [`Sending::poll_send`]). Its request is made when the
+    /// service is ready: a copy of the call's request, or the request itself for the last
+    /// attempt the call may make, stamped with the attempt's headers.
+    #[inline(always)]
+    pub(crate) fn poll_attempt(
+        &mut self,
+        sending: Pin<&mut Sending<S, B>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Response<RB>, S::Error>>
+    where
+        S: tower_service::Service<Request<B>, Response = Response<RB>>,
+    {
+        let Ctx { svc, shared, req, protocol, replayable, max_attempts, .. } = self;
+        sending.poll_send(svc, cx, |svc, attempt| {
+            let cached = &shared.timeout_header;
+            // Each request is built, stamped and handed over in one place (no copies of it).
+            if *replayable
+                && attempt.number() < *max_attempts
+                && let Some(original) = req.as_ref()
+                && let Some(body) = original.body().try_replay()
+            {
+                let mut r = Request::new(body);
+                replay_head(original, &mut r);
+                stamp(&mut r, *protocol, attempt, cached);
+                return svc.call(r);
+            }
+            let mut r = req.take().expect("the request is kept until the last attempt");
+            stamp(&mut r, *protocol, attempt, cached);
+            svc.call(r)
+        })
     }
 
     /// The class and hint of a response.
@@ -248,7 +274,7 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
     /// Reports an attempt that did not succeed (anything but a response
     /// [`classify`](Self::classify) calls a success): the call's end, or the wait and the
     /// request for the next attempt.
-    pub(crate) fn failed(&mut self, result: Sent<RB>) -> Step<RB, B> {
+    pub(crate) fn failed(&mut self, result: Sent<RB>) -> Step<RB> {
         let (class, hint) = match &result {
             Some(Ok(resp)) => self.classify(resp),
             Some(Err(e)) => (classify_error(&**e), Hint::None),
@@ -283,14 +309,15 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
                 other => Step::Done(Err(self.give_up(g, other))),
             },
             Decision::Retry { after } => {
-                let Some(next) = self.spare.take() else {
-                    // A streaming body, refused before it was sent: it cannot be resent.
+                if self.req.is_none() {
+                    // The request went with an attempt (a body whose copy failed although it
+                    // said it could be replayed): it cannot be resent.
                     policy.abandon(call, now);
                     let g = GiveUp { reason: GiveUpReason::NotReplayable, overloaded: true };
                     return Step::Done(Err(self.give_up(g, outcome)));
-                };
+                }
                 tracing::debug!(wait_ms = after.as_millis() as u64, "seawall: retrying");
-                Step::Retry { after, last: outcome, next }
+                Step::Retry { after, last: outcome }
             }
         }
     }
@@ -319,25 +346,16 @@ fn small(n: u32) -> HeaderValue {
 }
 
 #[inline(always)]
-fn stamp<B>(
-    req: &mut Request<B>,
-    protocol: Protocol,
-    carries_attempt: bool,
-    attempt: &Attempt,
-    cached: &TimeoutHeader,
-) {
+fn stamp<B>(req: &mut Request<B>, protocol: Protocol, attempt: &Attempt, cached: &TimeoutHeader) {
     let n = attempt.number();
     let h = req.headers_mut();
     match protocol {
         Protocol::Http => {
             // An absent `Request-Attempt` is a first attempt (wire convention; every seawall
             // server reads it so): stamping "1" would allocate the header map of a header-less
-            // request for nothing. A number the request already carries (copied from an incoming
-            // request, say) is not this call's: it goes.
+            // request for nothing.
             if n > 1 {
                 h.insert(REQUEST_ATTEMPT, small(n));
-            } else if carries_attempt {
-                h.remove(REQUEST_ATTEMPT);
             }
             if let Some(left) = attempt.time_left() {
                 let ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX).min(9_999_999_999);

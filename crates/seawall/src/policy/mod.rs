@@ -92,8 +92,9 @@ impl RequestInfo {
     }
 }
 
-/// One attempt the policy allowed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One attempt the policy allowed. The default is a placeholder for none yet: number 0, no
+/// timeout.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Attempt {
     number: u32,
     timeout: Option<Duration>,

@@ -53,7 +53,7 @@ enum State {
     Init,
     // An attempt in flight (`sending`).
     Sending,
-    // The policy's wait (`pause`) before the next attempt, whose request is in `sending`.
+    // The policy's wait (`pause`) before the next attempt.
     Waiting,
     Done,
 }
@@ -73,10 +73,10 @@ where
     S: Service<Request<B>>,
     Bu: Budget,
 {
-    /// A call of `req` through `svc`. It starts — the deadline's clock, the copy for a retry,
-    /// the policy's first decision — when the future is first polled.
+    /// A call of `req` through `svc`. It starts — the deadline's clock, the policy's first
+    /// decision — when the future is first polled.
     pub(crate) fn new(svc: S, shared: Arc<Shared<Bu>>, req: Request<B>) -> Self {
-        let (ctx, sending) = (Ctx::new(svc, shared), Sending::new(req));
+        let (ctx, sending) = (Ctx::new(svc, shared, req), Sending::new());
         RetryFuture { ctx, sending, pause: None, state: State::Init }
     }
 }
@@ -100,12 +100,10 @@ where
         loop {
             match this.state {
                 State::Init => {
-                    let mut req = this.sending.as_mut().request_mut();
-                    let Some(r) = req.as_deref_mut() else { unreachable!("not sent yet") };
-                    let at = ctx.start(r);
-                    match ctx.begin(at, req) {
+                    let at = ctx.start();
+                    match ctx.begin(at) {
                         Ok(attempt) => {
-                            this.sending.as_mut().arm(&attempt, at);
+                            this.sending.as_mut().arm(attempt, at);
                             (sent_at, *this.state) = (Some(at), State::Sending);
                         }
                         Err(g) => {
@@ -115,23 +113,30 @@ where
                     }
                 }
                 State::Sending => {
-                    let sent = ready!(this.sending.as_mut().poll_send(&mut ctx.svc, cx));
+                    let polled = ctx.poll_attempt(this.sending.as_mut(), cx);
                     // The success path: the response goes straight out, as the service gave it.
-                    if let Some(Ok(resp)) = &sent
+                    if let Poll::Ready(Ok(resp)) = &polled
                         && ctx.is_success(resp)
                     {
                         ctx.succeeded(sent_at);
                         *this.state = State::Done;
-                        let Some(Ok(resp)) = sent else { unreachable!("matched above") };
+                        let Poll::Ready(Ok(resp)) = polled else { unreachable!("matched above") };
                         return Poll::Ready(Ok(resp));
                     }
-                    match ctx.failed(sent.map(|r| r.map_err(Into::into))) {
+                    let sent = match polled {
+                        Poll::Ready(r) => Some(r.map_err(Into::into)),
+                        Poll::Pending => {
+                            ready!(this.sending.as_mut().poll_timeout(cx));
+                            None
+                        }
+                    };
+                    match ctx.failed(sent) {
                         Step::Done(r) => {
                             *this.state = State::Done;
                             return Poll::Ready(r);
                         }
-                        Step::Retry { after, last, next } => {
-                            this.sending.set(Sending::new(next));
+                        Step::Retry { after, last } => {
+                            this.sending.set(Sending::new());
                             let sleep = tokio::time::sleep(after);
                             *this.pause = Some(Box::pin(Pause { sleep, last }));
                             *this.state = State::Waiting;
@@ -142,9 +147,9 @@ where
                     let pause = this.pause.as_mut().expect("a wait is under way");
                     ready!(pause.as_mut().project().sleep.poll(cx));
                     let at = SystemClock.now();
-                    match ctx.begin(at, this.sending.as_mut().request_mut()) {
+                    match ctx.begin(at) {
                         Ok(attempt) => {
-                            this.sending.as_mut().arm(&attempt, at);
+                            this.sending.as_mut().arm(attempt, at);
                             // The wait is over: its timer and outcome go.
                             *this.pause = None;
                             *this.state = State::Sending;
@@ -264,5 +269,90 @@ mod tests {
         let err = svc.call(Request::new(String::new())).await.unwrap_err();
         assert_eq!(err.reason(), GiveUpReason::DeadlineTooClose);
         assert_eq!((err.attempts(), calls.load(Ordering::SeqCst)), (0, 0));
+    }
+
+    /// A body that counts its replays; `lies` says it can be replayed and then cannot.
+    struct Counted {
+        replays: Arc<AtomicU32>,
+        lies: bool,
+    }
+
+    impl crate::client::ReplayBody for Counted {
+        fn try_replay(&self) -> Option<Self> {
+            if self.lies {
+                return None;
+            }
+            self.replays.fetch_add(1, Ordering::SeqCst);
+            Some(Counted { replays: self.replays.clone(), lies: false })
+        }
+
+        fn can_replay(&self) -> bool {
+            true
+        }
+    }
+
+    /// A service answering 503 to its first `fail` calls and 200 after, recording the headers
+    /// of each request.
+    fn failing<B: Send + 'static>(
+        fail: usize,
+        seen: Arc<std::sync::Mutex<Vec<http::HeaderMap>>>,
+    ) -> impl Service<Request<B>, Response = Response<String>, Error = Infallible, Future = Fut>
+    + Clone
+    + Send
+    + 'static {
+        tower::service_fn(move |req: Request<B>| {
+            let n = {
+                let mut seen = seen.lock().unwrap();
+                seen.push(req.headers().clone());
+                seen.len()
+            };
+            let status = if n <= fail { 503 } else { 200 };
+            let resp = Response::builder().status(status).body(String::new()).unwrap();
+            let f: Fut = Box::pin(std::future::ready(Ok(resp)));
+            f
+        })
+    }
+
+    #[tokio::test]
+    async fn a_request_attempt_the_caller_copied_in_is_replaced_by_the_calls_own() {
+        let seen = Arc::default();
+        let mut svc = layer(Duration::from_secs(1)).layer(failing(1, Arc::clone(&seen)));
+        let req = Request::builder().header("request-attempt", "7").body(String::new()).unwrap();
+        assert_eq!(svc.call(req).await.unwrap().status(), 200);
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 2);
+        assert!(!seen[0].contains_key("request-attempt"), "a first attempt carries no number");
+        assert_eq!(seen[1].get_all("request-attempt").iter().collect::<Vec<_>>(), ["2"]);
+    }
+
+    #[tokio::test]
+    async fn attempts_are_sent_copies_and_the_last_one_the_request_itself() {
+        let (seen, replays) = (Arc::default(), Arc::new(AtomicU32::new(0)));
+        let mut svc = layer(Duration::from_secs(1)).layer(failing(usize::MAX, seen));
+        let body = Counted { replays: replays.clone(), lies: false };
+        let err = svc.call(Request::new(body)).await.unwrap_err();
+        assert_eq!((err.reason(), err.attempts()), (GiveUpReason::AttemptsExhausted, 3));
+        assert_eq!(replays.load(Ordering::SeqCst), 2, "copies for attempts 1 and 2 only");
+    }
+
+    #[tokio::test]
+    async fn a_streaming_body_is_sent_once() {
+        use http_body_util::BodyExt;
+        let seen = Arc::default();
+        let mut svc = layer(Duration::from_secs(1)).layer(failing(1, Arc::clone(&seen)));
+        let body = http_body_util::Full::new(bytes::Bytes::from_static(b"x")).boxed_unsync();
+        let err = svc.call(Request::new(body)).await.unwrap_err();
+        assert_eq!((err.reason(), err.attempts()), (GiveUpReason::NotReplayable, 1));
+        assert_eq!(seen.lock().unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_body_that_fails_to_replay_after_saying_it_could_is_sent_once() {
+        let seen = Arc::default();
+        let mut svc = layer(Duration::from_secs(1)).layer(failing(1, Arc::clone(&seen)));
+        let body = Counted { replays: Arc::default(), lies: true };
+        let err = svc.call(Request::new(body)).await.unwrap_err();
+        assert_eq!((err.reason(), err.attempts()), (GiveUpReason::NotReplayable, 1));
+        assert_eq!(seen.lock().unwrap().len(), 1);
     }
 }
