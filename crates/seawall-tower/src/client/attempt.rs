@@ -5,10 +5,10 @@
 //!
 //! On the success path a healthy dependency often answers on the first poll (a pooled
 //! connection, a cache, an in-process service), and then the layer's own cost is all that is
-//! left to measure. So nothing here allocates until the attempt actually has to wait: the timer
-//! is armed (boxed, it is large) only after the first poll that returns `Pending`, for what is
-//! left of the attempt's timeout, and the attempt's tracing span is entered only when a
-//! subscriber wants it (entering `Span::none()` is a branch).
+//! left to measure. So nothing here allocates until the attempt actually has to wait: the call's
+//! timer (`timer.rs`) is set only after the first poll that returns `Pending`, for what is left
+//! of the attempt's timeout, and the attempt's tracing span is entered only when a subscriber
+//! wants it (entering `Span::none()` is a branch).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -19,6 +19,8 @@ use pin_project_lite::pin_project;
 use seawall::policy::Attempt;
 use seawall::time::{Clock, Instant, SystemClock};
 use tower_service::Service;
+
+use crate::client::timer;
 
 pin_project! {
     /// Waiting for the service to be ready, then the service's future.
@@ -41,7 +43,8 @@ pin_project! {
         span: tracing::Span,
         attempt: Attempt,
         at: Instant,
-        timer: Option<Pin<Box<tokio::time::Sleep>>>,
+        // The call's timer has been set to this attempt's timeout.
+        timing: bool,
     }
 }
 
@@ -53,7 +56,7 @@ where
     #[inline]
     pub(crate) fn new() -> Self {
         let (span, attempt, at) = (tracing::Span::none(), Attempt::default(), Instant::ZERO);
-        Sending { inner: Inner::Ready, span, attempt, at, timer: None }
+        Sending { inner: Inner::Ready, span, attempt, at, timing: false }
     }
 
     /// Sets up the attempt that the policy allowed `at`.
@@ -94,17 +97,26 @@ where
         poll_inner(this.inner, svc, cx, |svc| call(svc, attempt))
     }
 
-    /// Whether the attempt has run out of time (never, without a timeout). The timer is armed
-    /// on the first call, for what is left of the timeout.
-    pub(crate) fn poll_timeout(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+    /// Whether the attempt has run out of time (never, without a timeout), on the call's
+    /// `timer`: set, holding `idle`, the first time it is asked, for what is left of the
+    /// timeout (time spent in the first poll counts).
+    pub(crate) fn poll_timeout<T>(
+        self: Pin<&mut Self>,
+        timer: &mut timer::Slot<T>,
+        idle: impl FnOnce() -> T,
+        cx: &mut Context<'_>,
+    ) -> Poll<()> {
         let this = self.project();
         let Some(t) = this.attempt.timeout() else { return Poll::Pending };
-        let timer = this.timer.get_or_insert_with(|| {
-            // What is left of the timeout: time spent in the first poll counts.
+        if !*this.timing {
             let left = t.saturating_sub(SystemClock.now() - *this.at);
-            Box::pin(tokio::time::sleep(left))
-        });
-        timer.as_mut().poll(cx)
+            timer::set(timer, left, idle());
+            *this.timing = true;
+        }
+        match timer {
+            Some(timer) => timer.as_mut().poll_fired(cx),
+            None => Poll::Pending,
+        }
     }
 }
 

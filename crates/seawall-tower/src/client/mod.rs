@@ -37,6 +37,7 @@ mod future;
 pub mod metrics;
 mod overload;
 mod retry;
+mod timer;
 
 #[cfg(feature = "redis-control")]
 pub mod fleet;

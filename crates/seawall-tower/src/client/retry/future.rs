@@ -16,6 +16,7 @@ use super::{BoxError, GaveUpError, LastOutcome};
 use crate::client::ReplayBody;
 use crate::client::attempt::Sending;
 use crate::client::engine::{Ctx, Shared, Step};
+use crate::client::timer;
 
 type Output<RB> = Result<Response<RB>, GaveUpError<RB>>;
 
@@ -24,8 +25,9 @@ pin_project! {
     /// attempts and waits.
     ///
     /// One state machine, like tower's `retry::ResponseFuture`: start, send, and on a failure
-    /// the policy's wait, then the next attempt. Nothing allocates on the success path; a retry
-    /// allocates its wait (the timer and what the failed attempt produced, boxed together). The
+    /// the policy's wait, then the next attempt. Nothing allocates on the success path; the
+    /// first wait (an attempt's timeout or the wait before a retry) allocates the call's one
+    /// timer, which later waits reuse. The
     /// success path — the common one — thus costs little more than the policy's decisions, the
     /// headers and the request copy a retry needs (see `BENCHMARKS-client.md`). Dropping it
     /// abandons the call and returns what it held to the budget and breaker.
@@ -40,9 +42,10 @@ pin_project! {
         ctx: Ctx<S, B, RB, Bu>,
         #[pin]
         sending: Sending<S, B>,
-        // The wait between attempts, when there is one (kept apart from `state`, which then
-        // has nothing to drop: the success path changes it without drop glue).
-        pause: Option<Pin<Box<Pause<RB>>>>,
+        // The call's timer, once it has waited (kept apart from `state`, which then has nothing
+        // to drop: the success path changes it without drop glue). Between attempts it holds
+        // what the failed attempt produced.
+        timer: timer::Slot<LastOutcome<RB>>,
         state: State,
     }
 }
@@ -53,19 +56,9 @@ enum State {
     Init,
     // An attempt in flight (`sending`).
     Sending,
-    // The policy's wait (`pause`) before the next attempt.
+    // The policy's wait (on `timer`) before the next attempt.
     Waiting,
     Done,
-}
-
-pin_project! {
-    /// A wait between attempts, with what the failed attempt produced: the error's content if
-    /// the next attempt is refused.
-    struct Pause<RB> {
-        #[pin]
-        sleep: tokio::time::Sleep,
-        last: LastOutcome<RB>,
-    }
 }
 
 impl<S, B, RB, Bu> RetryFuture<S, B, RB, Bu>
@@ -77,7 +70,7 @@ where
     /// decision — when the future is first polled.
     pub(crate) fn new(svc: S, shared: Arc<Shared<Bu>>, req: Request<B>) -> Self {
         let (ctx, sending) = (Ctx::new(svc, shared, req), Sending::new());
-        RetryFuture { ctx, sending, pause: None, state: State::Init }
+        RetryFuture { ctx, sending, timer: None, state: State::Init }
     }
 }
 
@@ -126,7 +119,8 @@ where
                     let sent = match polled {
                         Poll::Ready(r) => Some(r.map_err(Into::into)),
                         Poll::Pending => {
-                            ready!(this.sending.as_mut().poll_timeout(cx));
+                            let idle = || LastOutcome::NotSent;
+                            ready!(this.sending.as_mut().poll_timeout(this.timer, idle, cx));
                             None
                         }
                     };
@@ -137,28 +131,25 @@ where
                         }
                         Step::Retry { after, last } => {
                             this.sending.set(Sending::new());
-                            let sleep = tokio::time::sleep(after);
-                            *this.pause = Some(Box::pin(Pause { sleep, last }));
+                            timer::set(this.timer, after, last);
                             *this.state = State::Waiting;
                         }
                     }
                 }
                 State::Waiting => {
-                    let pause = this.pause.as_mut().expect("a wait is under way");
-                    ready!(pause.as_mut().project().sleep.poll(cx));
+                    let timer = this.timer.as_mut().expect("a wait is under way");
+                    ready!(timer.as_mut().poll_fired(cx));
+                    // What the failed attempt produced: the error's content if the next attempt
+                    // is refused, dropped if it starts.
+                    let last = timer.as_mut().take(LastOutcome::NotSent);
                     let at = SystemClock.now();
                     match ctx.begin(at) {
                         Ok(attempt) => {
                             this.sending.as_mut().arm(attempt, at);
-                            // The wait is over: its timer and outcome go.
-                            *this.pause = None;
                             *this.state = State::Sending;
                         }
                         Err(g) => {
                             *this.state = State::Done;
-                            let pause = this.pause.take().expect("a wait is under way");
-                            // `Pause` is not `Unpin` (the timer); its outcome is moved out whole.
-                            let last = pause_last(pause);
                             return Poll::Ready(Err(ctx.give_up(g, last)));
                         }
                     }
@@ -167,11 +158,6 @@ where
             }
         }
     }
-}
-
-/// What the failed attempt produced, out of a finished wait.
-fn pause_last<RB>(mut pause: Pin<Box<Pause<RB>>>) -> LastOutcome<RB> {
-    std::mem::replace(pause.as_mut().project().last, LastOutcome::NotSent)
 }
 
 impl<S, B, RB, Bu> fmt::Debug for RetryFuture<S, B, RB, Bu>
