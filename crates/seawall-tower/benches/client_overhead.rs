@@ -16,7 +16,8 @@
 //! It also prints each case's CPU time per call (`CLOCK_THREAD_CPUTIME_ID`, Linux):
 //! time the thread was not running is not counted, which keeps the figures usable on a machine
 //! busy with other work, where criterion's wall-clock times are not. With
-//! `SEAWALL_BENCH_ROUNDS=<r>` the cases run interleaved `r` times and the minimum is kept.
+//! `SEAWALL_BENCH_ROUNDS=<r>` the cases run interleaved `r` times; each case's minimum is kept,
+//! and each ratio to tower is also given as the median of the `r` ratios taken within a round.
 //!
 //! `SEAWALL_BENCH_SIZES=1` prints the size of each layer's response future instead.
 
@@ -204,22 +205,34 @@ fn counted(n: u64, rounds: u32) {
         ("3 headers/tower", &|| count_headers_tower(n, h, tower_retry())),
         ("3 headers/seawall", &|| count_headers_seawall(n, h, RetryLayer::new().layer(noop()))),
     ];
-    let mut best = [f64::INFINITY; 7];
-    for _ in 0..rounds {
+    let mut times = vec![[0.0f64; 7]; rounds.max(1) as usize];
+    for round in &mut times {
         for (i, (_, run)) in cases.iter().enumerate() {
             let t0 = cpu_ns();
             run();
-            best[i] = best[i].min((cpu_ns() - t0) as f64 / n as f64);
+            round[i] = (cpu_ns() - t0) as f64 / n as f64;
         }
     }
-    // Request construction is inside the loop: overheads are differences from the no-op.
+    let best: [f64; 7] =
+        std::array::from_fn(|i| times.iter().map(|r| r[i]).fold(f64::INFINITY, f64::min));
+    // Request construction is inside the loop: overheads are differences from the no-op. The
+    // machine's speed drifts between rounds; a ratio taken within one round, where the cases
+    // ran one after the other, drifts less than the minima do, so the median of those is given
+    // too.
+    let baselines = |i: usize| if i < 4 { (0, 1) } else { (4, 5) };
     for (i, (name, _)) in cases.iter().enumerate() {
-        let (base, tower) = if i < 4 { (best[0], best[1]) } else { (best[4], best[5]) };
-        let (over, tower_over) = (best[i] - base, tower - base);
+        let (base, tower) = baselines(i);
+        let (over, tower_over) = (best[i] - best[base], best[tower] - best[base]);
+        let mut ratios: Vec<f64> =
+            times.iter().map(|r| (r[i] - r[base]) / (r[tower] - r[base])).collect();
+        ratios.sort_by(f64::total_cmp);
         println!(
-            "{name:<30} {:7.1} ns/call CPU  overhead {over:6.1} ns  = {:.2}x tower's",
+            "{name:<30} {:7.1} ns/call CPU  overhead {over:6.1} ns  = {:.2}x tower's  \
+             (median of {} rounds' ratios {:.2}x)",
             best[i],
-            over / tower_over
+            over / tower_over,
+            ratios.len(),
+            ratios[ratios.len() / 2],
         );
     }
 }
