@@ -149,6 +149,45 @@ macro_rules! counters {
     )*};
 }
 
+/// Calls `svc` with each of `reqs`, built beforehand, keeping the responses: what criterion's
+/// `iter_batched` times.
+#[inline(always)]
+fn batch<S>(reqs: Vec<Request<Bytes>>, mut svc: S) -> Vec<S::Response>
+where
+    S: Service<Request<Bytes>>,
+    S::Error: std::fmt::Debug,
+{
+    let mut out = Vec::with_capacity(reqs.len());
+    for req in reqs {
+        out.push(call(&mut svc, req));
+    }
+    out
+}
+
+macro_rules! batches {
+    ($($name:ident),*) => {$(
+        #[inline(never)]
+        fn $name<S>(reqs: Vec<Request<Bytes>>, svc: S) -> Vec<S::Response>
+        where
+            S: Service<Request<Bytes>>,
+            S::Error: std::fmt::Debug,
+        {
+            black_box(stringify!($name));
+            batch(reqs, svc)
+        }
+    )*};
+}
+
+batches!(
+    batch_noop,
+    batch_tower,
+    batch_seawall,
+    batch_seawall_deadline_metrics,
+    batch_headers_noop,
+    batch_headers_tower,
+    batch_headers_seawall
+);
+
 counters!(
     count_noop,
     count_tower,
@@ -213,6 +252,12 @@ fn counted(n: u64, rounds: u32) {
             round[i] = (cpu_ns() - t0) as f64 / n as f64;
         }
     }
+    report(&cases.map(|c| c.0), &times);
+}
+
+/// Each case's time per call (minimum over the rounds) and its overhead as a multiple of
+/// tower's.
+fn report(names: &[&str; 7], times: &[[f64; 7]]) {
     let best: [f64; 7] =
         std::array::from_fn(|i| times.iter().map(|r| r[i]).fold(f64::INFINITY, f64::min));
     // Request construction is inside the loop: overheads are differences from the no-op. The
@@ -220,7 +265,7 @@ fn counted(n: u64, rounds: u32) {
     // ran one after the other, drifts less than the minima do, so the median of those is given
     // too.
     let baselines = |i: usize| if i < 4 { (0, 1) } else { (4, 5) };
-    for (i, (name, _)) in cases.iter().enumerate() {
+    for (i, name) in names.iter().enumerate() {
         let (base, tower) = baselines(i);
         let (over, tower_over) = (best[i] - best[base], best[tower] - best[base]);
         let mut ratios: Vec<f64> =
@@ -237,6 +282,36 @@ fn counted(n: u64, rounds: u32) {
     }
 }
 
+/// Like [`counted`], but the requests are built before the timed part and the responses dropped
+/// after it, as criterion's `iter_batched` does.
+fn batched(n: u64, rounds: u32) {
+    let (r, h) = (request as fn() -> _, request_with_headers as fn() -> _);
+    type Case<'a> = (&'a str, fn() -> Request<Bytes>, &'a dyn Fn(Vec<Request<Bytes>>));
+    let cases: [Case; 7] = [
+        ("noop", r, &|q| drop(batch_noop(q, noop()))),
+        ("tower", r, &|q| drop(batch_tower(q, tower_retry()))),
+        ("seawall", r, &|q| drop(batch_seawall(q, RetryLayer::new().layer(noop())))),
+        ("seawall + deadline + metrics", r, &|q| {
+            drop(batch_seawall_deadline_metrics(q, with_deadline_metrics().layer(noop())))
+        }),
+        ("3 headers/noop", h, &|q| drop(batch_headers_noop(q, noop()))),
+        ("3 headers/tower", h, &|q| drop(batch_headers_tower(q, tower_retry()))),
+        ("3 headers/seawall", h, &|q| {
+            drop(batch_headers_seawall(q, RetryLayer::new().layer(noop())))
+        }),
+    ];
+    let mut times = vec![[0.0f64; 7]; rounds.max(1) as usize];
+    for round in &mut times {
+        for (i, (_, make, run)) in cases.iter().enumerate() {
+            let reqs: Vec<_> = (0..n).map(|_| make()).collect();
+            let t0 = cpu_ns();
+            run(reqs);
+            round[i] = (cpu_ns() - t0) as f64 / n as f64;
+        }
+    }
+    report(&cases.map(|c| c.0), &times);
+}
+
 fn main() {
     // The deadline path arms a tokio timer (never fired): it needs a runtime context.
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
@@ -251,7 +326,11 @@ fn main() {
     }
     if let Some(n) = std::env::var("SEAWALL_BENCH_COUNT").ok().and_then(|v| v.parse().ok()) {
         let rounds = std::env::var("SEAWALL_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok());
-        counted(n, rounds.unwrap_or(1));
+        if std::env::var("SEAWALL_BENCH_BATCHED").is_ok() {
+            batched(n, rounds.unwrap_or(1));
+        } else {
+            counted(n, rounds.unwrap_or(1));
+        }
         return;
     }
     benches();

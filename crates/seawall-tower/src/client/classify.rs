@@ -7,7 +7,7 @@
 //! - HTTP: the status through [`HttpClassifier`]; `Retry-After` and `Retry-Pushback-Ms` as
 //!   hints, the stricter winning. A 503 with a negative pushback is the explicit "overloaded;
 //!   don't retry" of a fail-fast layer below ([`Class::Overloaded`]).
-//! - gRPC (request `content-type: application/grpc…`): a `grpc-status` in the response *headers*
+//! - gRPC (a POST with `content-type: application/grpc…`): a `grpc-status` in the response *headers*
 //!   (a trailers-only response, which is how servers and proxies answer errors without a body)
 //!   through [`classify_grpc`]; `grpc-retry-pushback-ms` as the hint. A status that only arrives
 //!   in the trailers of a streamed body is not seen here: such a call already produced a stream
@@ -24,7 +24,7 @@
 use std::error::Error as StdError;
 use std::time::SystemTime;
 
-use http::{HeaderMap, HeaderValue, Response};
+use http::{HeaderMap, HeaderValue, Method, Response};
 use seawall::classify::{Class, HttpClassifier, Transient, classify_grpc};
 use seawall::hint::{Hint, parse_pushback_ms, parse_retry_after};
 
@@ -48,9 +48,10 @@ impl Protocol {
 /// What a call needs from its request's headers before the first attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RequestHeaders {
-    /// From the (first) `Content-Type`.
+    /// From the (first) `Content-Type` of a POST (gRPC calls are POSTs; anything else is HTTP).
     pub(crate) protocol: Protocol,
-    /// An `Idempotency-Key` is present.
+    /// An `Idempotency-Key` is present (looked for on non-idempotent methods only: the others
+    /// are retried without one).
     pub(crate) has_key: bool,
     /// A `Request-Attempt` is present (copied from elsewhere: a first attempt must not carry it).
     pub(crate) has_attempt: bool,
@@ -61,21 +62,38 @@ pub(crate) struct RequestHeaders {
 const SCAN_MAX: usize = 16;
 
 impl RequestHeaders {
-    /// A header-less request (common on plain HTTP clients) costs a branch.
+    const NONE: Self =
+        RequestHeaders { protocol: Protocol::Http, has_key: false, has_attempt: false };
+
+    /// The headers of a request with method `m`. A header-less request (common on plain HTTP
+    /// clients) costs a branch; a GET, PUT, DELETE, … only has its header names compared with
+    /// `Request-Attempt`.
     #[inline(always)]
-    pub(crate) fn scan(h: &HeaderMap) -> Self {
+    pub(crate) fn scan(h: &HeaderMap, m: &Method) -> Self {
         if h.is_empty() {
-            return RequestHeaders { protocol: Protocol::Http, has_key: false, has_attempt: false };
+            return Self::NONE;
         }
-        Self::scan_some(h)
+        if m.is_idempotent() {
+            return RequestHeaders { has_attempt: Self::has_attempt(h), ..Self::NONE };
+        }
+        Self::scan_some(h, m == Method::POST)
     }
 
-    fn scan_some(h: &HeaderMap) -> Self {
-        let mut out =
-            RequestHeaders { protocol: Protocol::Http, has_key: false, has_attempt: false };
+    fn has_attempt(h: &HeaderMap) -> bool {
         if h.keys_len() > SCAN_MAX {
-            out.protocol =
-                h.get(http::header::CONTENT_TYPE).map_or(Protocol::Http, Protocol::of_content_type);
+            return h.contains_key(REQUEST_ATTEMPT);
+        }
+        h.keys().any(|name| name == REQUEST_ATTEMPT)
+    }
+
+    fn scan_some(h: &HeaderMap, post: bool) -> Self {
+        let mut out = Self::NONE;
+        let typed = |v: Option<&HeaderValue>| match v {
+            Some(v) if post => Protocol::of_content_type(v),
+            _ => Protocol::Http,
+        };
+        if h.keys_len() > SCAN_MAX {
+            out.protocol = typed(h.get(http::header::CONTENT_TYPE));
             out.has_key = h.contains_key(IDEMPOTENCY_KEY);
             out.has_attempt = h.contains_key(REQUEST_ATTEMPT);
             return out;
@@ -84,7 +102,7 @@ impl RequestHeaders {
         for (name, value) in h {
             if *name == http::header::CONTENT_TYPE {
                 if !seen_type {
-                    (out.protocol, seen_type) = (Protocol::of_content_type(value), true);
+                    (out.protocol, seen_type) = (typed(Some(value)), true);
                 }
             } else if *name == IDEMPOTENCY_KEY {
                 out.has_key = true;
@@ -185,7 +203,8 @@ pub(crate) fn classify_error(err: &(dyn StdError + 'static)) -> Class {
 mod tests {
     use super::*;
 
-    /// The one-pass scan and the hashed lookups (used above `SCAN_MAX` headers) agree.
+    /// The one-pass scan and the hashed lookups (used above `SCAN_MAX` headers) agree, for
+    /// every kind of method.
     #[test]
     fn request_headers_scan_matches_lookups_at_every_size() {
         let cases: [&[(&str, &str)]; 5] = [
@@ -207,19 +226,27 @@ mod tests {
                         HeaderValue::from_static("1"),
                     );
                 }
-                let first_type = h.get(http::header::CONTENT_TYPE);
-                let expected = RequestHeaders {
-                    protocol: first_type.map_or(Protocol::Http, Protocol::of_content_type),
-                    has_key: h.contains_key(IDEMPOTENCY_KEY),
-                    has_attempt: h.contains_key(REQUEST_ATTEMPT),
-                };
-                assert_eq!(RequestHeaders::scan(&h), expected, "{pairs:?} + {padding}");
+                for m in [Method::POST, Method::PATCH, Method::GET, Method::DELETE] {
+                    let first_type = h.get(http::header::CONTENT_TYPE);
+                    let post = m == Method::POST;
+                    let expected = RequestHeaders {
+                        protocol: match first_type {
+                            Some(v) if post => Protocol::of_content_type(v),
+                            _ => Protocol::Http,
+                        },
+                        has_key: !m.is_idempotent() && h.contains_key(IDEMPOTENCY_KEY),
+                        has_attempt: h.contains_key(REQUEST_ATTEMPT),
+                    };
+                    let scanned = RequestHeaders::scan(&h, &m);
+                    assert_eq!(scanned, expected, "{m} {pairs:?} + {padding}");
+                }
             }
         }
-        let grpc = [("content-type", "application/grpc")];
         let mut h = HeaderMap::new();
-        h.insert(http::header::CONTENT_TYPE, HeaderValue::from_static(grpc[0].1));
-        assert_eq!(RequestHeaders::scan(&h).protocol, Protocol::Grpc);
+        h.insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
+        assert_eq!(RequestHeaders::scan(&h, &Method::POST).protocol, Protocol::Grpc);
+        // gRPC calls are POSTs: a GET with a gRPC content type is plain HTTP.
+        assert_eq!(RequestHeaders::scan(&h, &Method::GET).protocol, Protocol::Http);
     }
 
     fn resp(status: u16, headers: &[(&str, &[u8])]) -> Response<()> {

@@ -127,7 +127,7 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
         let req = self.req.as_mut().expect("a call starts with its request");
         // One pass over the headers (none for a header-less request) instead of a hashed lookup
         // for each thing the call needs to know.
-        let headers = RequestHeaders::scan(req.headers());
+        let headers = RequestHeaders::scan(req.headers(), req.method());
         let protocol = headers.protocol;
         let deadline = req
             .extensions()
