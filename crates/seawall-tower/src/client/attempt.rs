@@ -23,10 +23,10 @@ use tower_service::Service;
 use crate::client::timer;
 
 pin_project! {
-    /// Waiting for the service to be ready, then the service's future.
+    /// Not sent yet (waiting for the service to be ready), then the service's future.
     #[project = InnerProj]
     enum Inner<F> {
-        Ready,
+        Unsent,
         Called { #[pin] fut: F },
     }
 }
@@ -56,7 +56,7 @@ where
     #[inline]
     pub(crate) fn new() -> Self {
         let (span, attempt, at) = (tracing::Span::none(), Attempt::default(), Instant::ZERO);
-        Sending { inner: Inner::Ready, span, attempt, at, timing: false }
+        Sending { inner: Inner::Unsent, span, attempt, at, timing: false }
     }
 
     /// Sets up the attempt that the policy allowed `at`.
@@ -127,7 +127,7 @@ fn poll_inner<S: Service<Request<B>>, B>(
     cx: &mut Context<'_>,
     call: impl FnOnce(&mut S) -> S::Future,
 ) -> Poll<Result<S::Response, S::Error>> {
-    if let InnerProj::Ready = inner.as_mut().project() {
+    if let InnerProj::Unsent = inner.as_mut().project() {
         if let Err(e) = ready!(svc.poll_ready(cx)) {
             return Poll::Ready(Err(e));
         }
@@ -135,6 +135,6 @@ fn poll_inner<S: Service<Request<B>>, B>(
     }
     match inner.project() {
         InnerProj::Called { fut } => fut.poll(cx),
-        InnerProj::Ready => unreachable!("called above"),
+        InnerProj::Unsent => unreachable!("called above"),
     }
 }
