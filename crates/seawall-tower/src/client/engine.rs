@@ -85,8 +85,7 @@ impl<S, B, RB, Bu: Budget> Drop for Ctx<S, B, RB, Bu> {
     }
 }
 
-/// What comes after an attempt. Returned and matched at once, never stored: the size of the
-/// retry's request costs no copy on the success path (boxing it would cost a retry an allocation).
+/// What comes after an attempt. Returned and matched at once, never stored.
 pub(crate) enum Step<RB> {
     /// The call is over.
     Done(Result<Response<RB>, GaveUpError<RB>>),
