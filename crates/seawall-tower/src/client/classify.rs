@@ -7,9 +7,9 @@
 //! - HTTP: the status through [`HttpClassifier`]; `Retry-After` and `Retry-Pushback-Ms` as
 //!   hints, the stricter winning. A 503 with a negative pushback is the explicit "overloaded;
 //!   don't retry" of a fail-fast layer below ([`Class::Overloaded`]).
-//! - gRPC (a POST with `content-type: application/grpc…`): a `grpc-status` in the response *headers*
-//!   (a trailers-only response, which is how servers and proxies answer errors without a body)
-//!   through [`classify_grpc`]; `grpc-retry-pushback-ms` as the hint. A status that only arrives
+//! - gRPC (a POST with `content-type: application/grpc…`): a `grpc-status` in the response
+//!   *headers* (a trailers-only response, which is how servers and proxies answer errors without
+//!   a body) through [`classify_grpc`]; `grpc-retry-pushback-ms` as the hint. A status that only arrives
 //!   in the trailers of a streamed body is not seen here: such a call already produced a stream
 //!   for the caller and is committed, as gRFC A6 has it (see `client::grpc`).
 //! - Transport errors: a refused connection anywhere in the error's `source()` chain is

@@ -10,9 +10,10 @@
 //! never multiply across layers (DESIGN.md rule 1). Both stamp the attempt number on retries
 //! (`Request-Attempt: 2`, 3, …, or `grpc-previous-rpc-attempts` for gRPC; a first attempt
 //! carries none, which servers read as 1) and the time left on every attempt
-//! (`Request-Timeout-Ms`, or `grpc-timeout`), and cut each attempt off at its timeout. The deadline comes from the request's
-//! [`RequestDeadline`](crate::wire::RequestDeadline) extension (the server `DeadlineLayer` puts
-//! it there; copy it onto outgoing requests) or the layer's default.
+//! (`Request-Timeout-Ms`, or `grpc-timeout`), and cut each attempt off at its timeout. The
+//! deadline comes from the request's [`RequestDeadline`](crate::wire::RequestDeadline) extension
+//! (the server `DeadlineLayer` puts it there; copy it onto outgoing requests) or the layer's
+//! default.
 //!
 //! Both wrap any `tower::Service<http::Request<B>>`: hyper's client, reqwest (through
 //! `reqwest::ReqwestService` with the `reqwest` feature; see `examples/reqwest_client.rs`), axum's
