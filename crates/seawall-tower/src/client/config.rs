@@ -50,6 +50,8 @@ impl<Bu: Budget> LayerConfig<Bu> {
         if got != role {
             return Err(ConfigError::new(field, role_name(role), role_name(got)));
         }
+        let clock_free =
+            !policy.success_reads_clock() && policy.config().per_try_timeout().is_none();
         Ok(LayerConfig {
             shared: Arc::new(Shared {
                 policy,
@@ -58,6 +60,7 @@ impl<Bu: Budget> LayerConfig<Bu> {
                 timeout_header: TimeoutHeader::default(),
                 stamp_keys: false,
                 metrics: None,
+                clock_free,
             }),
         })
     }
@@ -81,6 +84,7 @@ impl<Bu> LayerConfig<Bu> {
     pub(crate) fn with_default_timeout(self, timeout: Duration) -> Self {
         self.edit(|s| {
             s.default_timeout = Some(timeout);
+            s.clock_free = false;
             s.timeout_header = TimeoutHeader::new(Some(timeout));
         })
     }
@@ -94,6 +98,43 @@ impl<Bu> LayerConfig<Bu> {
     }
 
     pub(crate) fn with_metrics(self, metrics: Arc<ClientMetrics>) -> Self {
-        self.edit(|s| s.metrics = Some(metrics))
+        self.edit(|s| {
+            s.metrics = Some(metrics);
+            // The duration histogram times each call.
+            s.clock_free = false;
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use seawall::breaker::{Breaker, BreakerConfig};
+    use seawall::budget::{AnyBudget, GrpcThrottle, RatioBudget};
+    use seawall::policy::PolicyConfig;
+
+    use super::*;
+
+    fn config(policy: RetryPolicy<AnyBudget>) -> LayerConfig<AnyBudget> {
+        LayerConfig::new(Arc::new(policy), Role::Owner, "policy").unwrap()
+    }
+
+    fn grpc() -> RetryPolicy<AnyBudget> {
+        RetryPolicy::new(PolicyConfig::default(), GrpcThrottle::default().into())
+    }
+
+    #[test]
+    fn calls_skip_the_clock_only_when_nothing_needs_the_time() {
+        let free = |c: &LayerConfig<AnyBudget>| c.for_service().clock_free;
+        assert!(free(&config(grpc())), "defaults: no deadline, no metrics, a token bucket");
+        assert!(!free(&config(grpc()).with_default_timeout(Duration::from_secs(1))));
+        assert!(!free(&config(grpc()).with_metrics(Arc::new(ClientMetrics::new()))));
+        let per_try = PolicyConfig::default().with_per_try_timeout(Duration::from_secs(1));
+        let per_try = RetryPolicy::new(per_try.unwrap(), GrpcThrottle::default().into());
+        assert!(!free(&config(per_try)));
+        assert!(!free(&config(grpc().with_breaker(Breaker::new(BreakerConfig::default())))));
+        let ratio = RetryPolicy::new(PolicyConfig::default(), RatioBudget::default().into());
+        assert!(!free(&config(ratio)));
+        // Settings that do not need the time keep it off.
+        assert!(free(&config(grpc()).with_idempotency_keys(true)));
     }
 }

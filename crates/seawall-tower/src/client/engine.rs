@@ -34,6 +34,10 @@ pub(crate) struct Shared<Bu> {
     pub(crate) timeout_header: TimeoutHeader,
     pub(crate) stamp_keys: bool,
     pub(crate) metrics: Option<Arc<ClientMetrics>>,
+    /// A call with no deadline of its own needs no clock until an attempt fails: no default
+    /// timeout, no per-try timeout, no metrics, and a policy whose successes read none
+    /// ([`RetryPolicy::success_reads_clock`]). Only ever turned off by the builder.
+    pub(crate) clock_free: bool,
 }
 
 impl<Bu> Clone for Shared<Bu> {
@@ -45,6 +49,7 @@ impl<Bu> Clone for Shared<Bu> {
             timeout_header: self.timeout_header.clone(),
             stamp_keys: self.stamp_keys,
             metrics: self.metrics.clone(),
+            clock_free: self.clock_free,
         }
     }
 }
@@ -117,22 +122,29 @@ impl<S, B, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
 
 impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
     /// Starts the logical call (stamping an idempotency key on its request if configured) and
-    /// returns when: the call's first attempt starts then too, one clock read serves both.
+    /// returns when: the call's first attempt starts then too, one clock read serves both. A
+    /// call that needs no time before a failure (`Shared::clock_free`, no deadline of its own)
+    /// reads no clock and gets `Instant::ZERO`, which its first attempt's decisions ignore.
     #[inline]
     pub(crate) fn start(&mut self) -> Instant {
         let shared = &*self.shared;
         let policy = &*shared.policy;
-        let started = SystemClock.now();
         let req = self.req.as_mut().expect("a call starts with its request");
+        let inherited = req.extensions().get::<RequestDeadline>().map(|d| d.0);
+        // A clock read is a fifth of a plain call's success path: a call that needs no time
+        // before a failure takes none (the policy ignores the instant it is given), and reads
+        // the clock when an attempt fails.
+        let started = if shared.clock_free && inherited.is_none() {
+            Instant::ZERO
+        } else {
+            SystemClock.now()
+        };
+        let deadline =
+            inherited.or_else(|| shared.default_timeout.map(|t| Deadline::after(started, t)));
         // One pass over the headers (none for a header-less request) instead of a hashed lookup
         // for each thing the call needs to know.
         let headers = RequestHeaders::scan(req.headers(), req.method());
         let protocol = headers.protocol;
-        let deadline = req
-            .extensions()
-            .get::<RequestDeadline>()
-            .map(|d| d.0)
-            .or_else(|| shared.default_timeout.map(|t| Deadline::after(started, t)));
 
         // `http::Method::is_idempotent` is seawall's list (GET, HEAD, PUT, DELETE, OPTIONS,
         // TRACE) as an enum match; only other methods need the key, and the header lookup.

@@ -233,6 +233,20 @@ impl<B: Budget> RetryPolicy<B> {
         &self.metrics
     }
 
+    /// Whether a call without a deadline needs the time before its first failure. When false
+    /// (no breaker, and a budget that keeps no time: [`Budget::uses_clock`]), [`start`],
+    /// the first [`before_attempt`] and an [`after_attempt`] reporting [`Class::Success`] of a
+    /// call whose deadline is `None` ignore their `now`, so a caller may skip reading its clock
+    /// for a call that succeeds at once, and read it after a failure. The success path of a
+    /// plain client call is then clock-free (a clock read costs about a fifth of it).
+    ///
+    /// [`start`]: Self::start
+    /// [`before_attempt`]: Self::before_attempt
+    /// [`after_attempt`]: Self::after_attempt
+    pub fn success_reads_clock(&self) -> bool {
+        self.breaker.is_some() || self.budget.uses_clock()
+    }
+
     /// Starts a logical call.
     pub fn start(&self, _now: Instant, request: RequestInfo, deadline: Option<Deadline>) -> Call {
         Call {

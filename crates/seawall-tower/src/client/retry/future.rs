@@ -311,6 +311,24 @@ mod tests {
         assert_eq!(seen[1].get_all("request-attempt").iter().collect::<Vec<_>>(), ["2"]);
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn a_call_that_read_no_clock_waits_its_backoff_from_the_failure() {
+        // The default layer reads no clock before a failure; the wait before the retry still
+        // starts when the failure is reported, and the retry is told the real time.
+        let seen = Arc::default();
+        let l = RetryLayer::new();
+        let policy = l.policy().clone();
+        assert!(!policy.success_reads_clock());
+        let mut svc = l.layer(failing(2, Arc::clone(&seen)));
+        let t0 = tokio::time::Instant::now();
+        assert_eq!(svc.call(Request::new(String::new())).await.unwrap().status(), 200);
+        assert_eq!(seen.lock().unwrap().len(), 3);
+        // Full jitter under 50 ms then 100 ms ceilings (the core's defaults).
+        assert!(t0.elapsed() < Duration::from_millis(150), "{:?}", t0.elapsed());
+        let snap = policy.metrics().snapshot();
+        assert_eq!((snap.calls, snap.attempts, snap.retries), (1, 3, 2));
+    }
+
     #[tokio::test]
     async fn attempts_are_sent_copies_and_the_last_one_the_request_itself() {
         let (seen, replays) = (Arc::default(), Arc::new(AtomicU32::new(0)));
