@@ -291,18 +291,20 @@ mod tests {
 
     use super::*;
 
+    /// Every budget but the adaptive throttle, the ratio budget last.
+    const DETERMINISTIC: [fn() -> AnyBudget; 5] = [
+        || Unlimited.into(),
+        || GrpcThrottle::default().into(),
+        || AwsRetryQuota::default().into(),
+        || EnvoyRetryBudget::default().into(),
+        || RatioBudget::default().into(),
+    ];
+
     /// `AnyBudget::admit_draws` says which budgets may be given a fixed draw: their admission
     /// must not depend on it, in any state.
     #[test]
     fn budgets_that_say_they_do_not_draw_ignore_the_draw() {
-        let kinds: [fn() -> AnyBudget; 5] = [
-            || Unlimited.into(),
-            || GrpcThrottle::default().into(),
-            || AwsRetryQuota::default().into(),
-            || RatioBudget::default().into(),
-            || EnvoyRetryBudget::default().into(),
-        ];
-        for make in kinds {
+        for make in DETERMINISTIC {
             let (low, high) = (make(), make());
             assert!(!low.admit_draws(), "{low:?}");
             let mut now = Instant::ZERO;
@@ -335,13 +337,8 @@ mod tests {
     /// windows show it.
     #[test]
     fn budgets_that_say_they_keep_no_time_ignore_now() {
-        let kinds: [fn() -> AnyBudget; 4] = [
-            || Unlimited.into(),
-            || GrpcThrottle::default().into(),
-            || AwsRetryQuota::default().into(),
-            || EnvoyRetryBudget::default().into(),
-        ];
-        for make in kinds {
+        // All but the ratio budget and the adaptive throttle, which count over time windows.
+        for make in &DETERMINISTIC[..4] {
             let (timed, stuck) = (make(), make());
             assert!(!timed.uses_clock(), "{timed:?}");
             let mut now = Instant::ZERO;
