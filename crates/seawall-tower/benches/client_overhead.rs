@@ -19,7 +19,9 @@
 //! `SEAWALL_BENCH_ROUNDS=<r>` the cases run interleaved `r` times; each case's minimum is kept,
 //! and each ratio to tower is also given as the median of the `r` ratios taken within a round.
 //!
-//! `SEAWALL_BENCH_SIZES=1` prints the size of each layer's response future instead.
+//! `SEAWALL_BENCH_SIZES=1` prints the size of each layer's response future instead, and
+//! `SEAWALL_BENCH_CLOCK=1` the CPU time of one clock read (seawall's `SystemClock`, tokio's
+//! `Instant::now`, which tower's `TpsBudget` reads on every call), against an empty loop.
 
 use std::convert::Infallible;
 use std::future::{Future, Ready, ready};
@@ -352,10 +354,53 @@ fn batched(n: u64, rounds: u32) {
     report(&cases.map(|c| c.0), &times);
 }
 
+/// The CPU time of one clock read: what a layer's success path pays for each (the vDSO's work,
+/// which callgrind does not count). Interleaved rounds, minimum per case.
+fn clock_reads() {
+    use seawall::time::{Clock, SystemClock};
+    const N: u32 = 1_000_000;
+    let cases: [(&str, &dyn Fn()); 3] = [
+        ("empty loop", &|| {
+            (0..N).for_each(|i| {
+                black_box(i);
+            })
+        }),
+        ("seawall SystemClock::now", &|| {
+            (0..N).for_each(|_| {
+                black_box(SystemClock.now());
+            })
+        }),
+        ("tokio Instant::now", &|| {
+            (0..N).for_each(|_| {
+                black_box(tokio::time::Instant::now());
+            })
+        }),
+    ];
+    let mut best = [f64::MAX; 3];
+    for _ in 0..11 {
+        for (i, (_, run)) in cases.iter().enumerate() {
+            let t0 = cpu_ns();
+            run();
+            best[i] = best[i].min((cpu_ns() - t0) as f64 / f64::from(N));
+        }
+    }
+    for (i, (name, _)) in cases.iter().enumerate() {
+        println!(
+            "{name:26} {:6.1} ns/read CPU  ({:.1} ns over the empty loop)",
+            best[i],
+            best[i] - best[0]
+        );
+    }
+}
+
 fn main() {
     // The deadline path arms a tokio timer (never fired): it needs a runtime context.
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
     let _ctx = rt.enter();
+    if std::env::var("SEAWALL_BENCH_CLOCK").is_ok() {
+        clock_reads();
+        return;
+    }
     if std::env::var("SEAWALL_BENCH_SIZES").is_ok() {
         // Futures are moved by value: their size is part of the cost.
         let seawall = RetryLayer::new().layer(noop()).call(request());
