@@ -115,8 +115,8 @@ impl<D, E> ReplayBody for http_body_util::combinators::UnsyncBoxBody<D, E> {
 ///
 /// The URI and header map `Request::new` put in `copy` hold no memory (the URI `/` points at a
 /// static string, an empty `HeaderMap` has not allocated, as its documentation promises), so
-/// they are forgotten rather than dropped: their drop glue was a tenth of the layer's cost on
-/// the success path. `new_request_parts_hold_no_memory` below checks both.
+/// they are forgotten rather than dropped: their drop glue was about 30 instructions a call (80
+/// with headers) of the layer's 900 (2 600). `new_request_parts_hold_no_memory` checks both.
 #[inline(always)]
 pub(crate) fn replay_head<B>(req: &http::Request<B>, copy: &mut http::Request<B>) {
     *copy.method_mut() = req.method().clone();

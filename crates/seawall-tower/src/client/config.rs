@@ -134,7 +134,7 @@ mod tests {
         assert!(!free(&config(grpc().with_breaker(Breaker::new(BreakerConfig::default())))));
         let ratio = RetryPolicy::new(PolicyConfig::default(), RatioBudget::default().into());
         assert!(!free(&config(ratio)));
-        // Settings that do not need the time keep it off.
+        // Settings that do not need the time leave calls clock-free.
         assert!(free(&config(grpc()).with_idempotency_keys(true)));
     }
 }
