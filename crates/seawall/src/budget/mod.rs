@@ -360,7 +360,7 @@ mod tests {
                     (admitted, paid)
                 };
                 assert_eq!(step(&timed, now), step(&stuck, Instant::ZERO), "{timed:?} step {i}");
-                // Long enough for every window to roll over many times.
+                // Steps long enough for any time window a budget kept to roll over.
                 now = now + Duration::from_millis(700);
             }
         }
