@@ -38,6 +38,17 @@ fn role_name(role: Role) -> &'static str {
     }
 }
 
+impl<Bu> LayerConfig<Bu> {
+    /// What each service built by the layer holds.
+    pub(crate) fn for_service(&self) -> Arc<Shared<Bu>> {
+        self.shared.clone()
+    }
+
+    pub(crate) fn policy(&self) -> &Arc<RetryPolicy<Bu>> {
+        &self.shared.policy
+    }
+}
+
 impl<Bu: Budget> LayerConfig<Bu> {
     /// Settings running `policy`, which must have `role` (`field` names the setting in the
     /// error): the default classifier, no default timeout, no idempotency keys, no metrics.
@@ -50,41 +61,30 @@ impl<Bu: Budget> LayerConfig<Bu> {
         if got != role {
             return Err(ConfigError::new(field, role_name(role), role_name(got)));
         }
-        let clock_free =
-            !policy.success_reads_clock() && policy.config().per_try_timeout().is_none();
-        Ok(LayerConfig {
-            shared: Arc::new(Shared {
-                policy,
-                classifier: HttpClassifier::default(),
-                default_timeout: None,
-                timeout_header: TimeoutHeader::default(),
-                stamp_keys: false,
-                metrics: None,
-                clock_free,
-            }),
-        })
-    }
-}
-
-impl<Bu> LayerConfig<Bu> {
-    /// What each service built by the layer holds.
-    pub(crate) fn for_service(&self) -> Arc<Shared<Bu>> {
-        self.shared.clone()
+        let mut shared = Shared {
+            policy,
+            classifier: HttpClassifier::default(),
+            default_timeout: None,
+            timeout_header: TimeoutHeader::default(),
+            stamp_keys: false,
+            metrics: None,
+            clock_free: false,
+        };
+        shared.clock_free = shared.calls_need_no_clock();
+        Ok(LayerConfig { shared: Arc::new(shared) })
     }
 
-    pub(crate) fn policy(&self) -> &Arc<RetryPolicy<Bu>> {
-        &self.shared.policy
-    }
-
+    /// Applies one builder edit, then derives again what depends on all the settings.
     fn edit(mut self, f: impl FnOnce(&mut Shared<Bu>)) -> Self {
-        f(Arc::make_mut(&mut self.shared));
+        let s = Arc::make_mut(&mut self.shared);
+        f(s);
+        s.clock_free = s.calls_need_no_clock();
         self
     }
 
     pub(crate) fn with_default_timeout(self, timeout: Duration) -> Self {
         self.edit(|s| {
             s.default_timeout = Some(timeout);
-            s.clock_free = false;
             s.timeout_header = TimeoutHeader::new(Some(timeout));
         })
     }
@@ -98,11 +98,7 @@ impl<Bu> LayerConfig<Bu> {
     }
 
     pub(crate) fn with_metrics(self, metrics: Arc<ClientMetrics>) -> Self {
-        self.edit(|s| {
-            s.metrics = Some(metrics);
-            // The duration histogram times each call.
-            s.clock_free = false;
-        })
+        self.edit(|s| s.metrics = Some(metrics))
     }
 }
 

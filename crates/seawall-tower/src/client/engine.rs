@@ -36,8 +36,20 @@ pub(crate) struct Shared<Bu> {
     pub(crate) metrics: Option<Arc<ClientMetrics>>,
     /// A call with no deadline of its own needs no clock until an attempt fails: no default
     /// timeout, no per-try timeout, no metrics, and a policy whose successes read none
-    /// ([`RetryPolicy::success_reads_clock`]). Only ever turned off by the builder.
+    /// ([`RetryPolicy::success_reads_clock`]). Derived by `calls_need_no_clock`, kept here for
+    /// the hot path.
     pub(crate) clock_free: bool,
+}
+
+impl<Bu: Budget> Shared<Bu> {
+    /// What `clock_free` says, derived from the settings (the builder calls it after each edit).
+    pub(crate) fn calls_need_no_clock(&self) -> bool {
+        !self.policy.success_reads_clock()
+            && self.policy.config().per_try_timeout().is_none()
+            && self.default_timeout.is_none()
+            // The duration histogram times each call.
+            && self.metrics.is_none()
+    }
 }
 
 impl<Bu> Clone for Shared<Bu> {
