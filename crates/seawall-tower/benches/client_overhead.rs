@@ -2,7 +2,9 @@
 //! `tower::retry::Retry` with a `TpsBudget` policy in the same run. Futures complete on their
 //! first poll (no I/O), so each is polled once with a no-op waker: no executor in the numbers.
 //! Requests are built, and responses dropped, outside the timed part (`iter_batched`), so the
-//! baseline is the call of a no-op service and nothing else.
+//! baseline is the call of a no-op service and nothing else. Beside the two layers, the copy of
+//! the request with no layer around it (`CopyAlone`): what any layer that keeps a request to
+//! send it again pays before doing anything else, the floor under both.
 //!
 //! `SEAWALL_BENCH_COUNT=<n>` skips criterion and runs each case `n` times in its own
 //! `#[inline(never)]` function (`count_<case>`), for instruction counts under callgrind:
@@ -85,12 +87,12 @@ impl TowerPolicy {
     }
 }
 
-/// tower's retry keeping its copy of the request but never consulting a budget: what any layer
-/// that can retry pays for the copy alone, the floor under both layers' overhead.
+/// tower's retry keeping its copy of the request but never consulting a budget: tower's
+/// machinery without its `TpsBudget`.
 #[derive(Clone)]
-struct CopyOnly;
+struct NoBudget;
 
-impl<E> tower::retry::Policy<Request<Bytes>, Response<Bytes>, E> for CopyOnly {
+impl<E> tower::retry::Policy<Request<Bytes>, Response<Bytes>, E> for NoBudget {
     type Future = Ready<()>;
 
     fn retry(
@@ -103,6 +105,36 @@ impl<E> tower::retry::Policy<Request<Bytes>, Response<Bytes>, E> for CopyOnly {
 
     fn clone_request(&mut self, req: &Request<Bytes>) -> Option<Request<Bytes>> {
         TowerPolicy::clone_request(req)
+    }
+}
+
+/// No layer at all: the request is copied (method, URI, version, headers, extensions and body,
+/// as seawall's attempts are), the copy sent and the request dropped. The copy's own cost with
+/// nothing around it: the floor under any layer that keeps a request to send it again.
+#[derive(Clone)]
+struct CopyAlone<S>(S);
+
+impl<S: Service<Request<Bytes>>> Service<Request<Bytes>> for CopyAlone<S> {
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<Bytes>) -> S::Future {
+        let mut copy = Request::new(req.body().clone());
+        *copy.method_mut() = req.method().clone();
+        *copy.uri_mut() = req.uri().clone();
+        *copy.version_mut() = req.version();
+        if !req.headers().is_empty() {
+            *copy.headers_mut() = req.headers().clone();
+        }
+        *copy.extensions_mut() = req.extensions().clone();
+        let fut = self.0.call(copy);
+        drop(req);
+        fut
     }
 }
 
@@ -210,22 +242,26 @@ macro_rules! batches {
 batches!(
     batch_noop,
     batch_tower,
-    batch_copy_only,
+    batch_tower_no_budget,
+    batch_copy_alone,
     batch_seawall,
     batch_seawall_deadline_metrics,
     batch_headers_noop,
     batch_headers_tower,
+    batch_headers_copy_alone,
     batch_headers_seawall
 );
 
 counters!(
     count_noop,
     count_tower,
-    count_copy_only,
+    count_tower_no_budget,
+    count_copy_alone,
     count_seawall,
     count_seawall_deadline_metrics,
     count_headers_noop,
     count_headers_tower,
+    count_headers_copy_alone,
     count_headers_seawall
 );
 
@@ -234,8 +270,8 @@ fn tower_retry() -> impl Service<Request<Bytes>, Error = impl std::fmt::Debug> {
     tower::retry::RetryLayer::new(TowerPolicy(budget)).layer(noop())
 }
 
-fn copy_only() -> impl Service<Request<Bytes>, Error = impl std::fmt::Debug> {
-    tower::retry::RetryLayer::new(CopyOnly).layer(noop())
+fn tower_no_budget() -> impl Service<Request<Bytes>, Error = impl std::fmt::Debug> {
+    tower::retry::RetryLayer::new(NoBudget).layer(noop())
 }
 
 fn with_deadline_metrics() -> RetryLayer {
@@ -248,13 +284,15 @@ fn overhead(c: &mut Criterion) {
     let r = request;
     bench(c, "client/noop (baseline)", r, noop());
     bench(c, "client/tower Retry + TpsBudget", r, tower_retry());
-    bench(c, "client/tower Retry, no budget (the copy alone)", r, copy_only());
+    bench(c, "client/tower Retry, no budget", r, tower_no_budget());
+    bench(c, "client/the copy alone (no layer)", r, CopyAlone(noop()));
     bench(c, "client/seawall RetryLayer", r, RetryLayer::new().layer(noop()));
     let name = "client/seawall RetryLayer + deadline + metrics";
     bench(c, name, r, with_deadline_metrics().layer(noop()));
     let h = request_with_headers;
     bench(c, "client/3 headers/noop (baseline)", h, noop());
     bench(c, "client/3 headers/tower Retry + TpsBudget", h, tower_retry());
+    bench(c, "client/3 headers/the copy alone (no layer)", h, CopyAlone(noop()));
     bench(c, "client/3 headers/seawall RetryLayer", h, RetryLayer::new().layer(noop()));
 }
 
@@ -267,22 +305,25 @@ fn cpu_ns() -> u64 {
     (t.tv_sec as u64) * 1_000_000_000 + t.tv_nsec as u64
 }
 
-/// The cases of the counting modes: no-op, tower, the copy alone, seawall, seawall with a
-/// deadline and metrics; then no-op, tower and seawall with a request carrying three headers.
-const CASES: usize = 8;
+/// The cases of the counting modes: no-op, tower, tower without its budget, the copy alone,
+/// seawall, seawall with a deadline and metrics; then no-op, tower, the copy alone and seawall
+/// with a request carrying three headers.
+const CASES: usize = 10;
 
 fn counted(n: u64, rounds: u32) {
     let (r, h) = (request as fn() -> _, request_with_headers as fn() -> _);
     let cases: [(&str, &dyn Fn()); CASES] = [
         ("noop", &|| count_noop(n, r, noop())),
         ("tower", &|| count_tower(n, r, tower_retry())),
-        ("copy alone (tower, no budget)", &|| count_copy_only(n, r, copy_only())),
+        ("tower, no budget", &|| count_tower_no_budget(n, r, tower_no_budget())),
+        ("the copy alone (no layer)", &|| count_copy_alone(n, r, CopyAlone(noop()))),
         ("seawall", &|| count_seawall(n, r, RetryLayer::new().layer(noop()))),
         ("seawall + deadline + metrics", &|| {
             count_seawall_deadline_metrics(n, r, with_deadline_metrics().layer(noop()))
         }),
         ("3 headers/noop", &|| count_headers_noop(n, h, noop())),
         ("3 headers/tower", &|| count_headers_tower(n, h, tower_retry())),
+        ("3 headers/the copy alone", &|| count_headers_copy_alone(n, h, CopyAlone(noop()))),
         ("3 headers/seawall", &|| count_headers_seawall(n, h, RetryLayer::new().layer(noop()))),
     ];
     let mut times = vec![[0.0f64; CASES]; rounds.max(1) as usize];
@@ -305,7 +346,7 @@ fn report(names: &[&str; CASES], times: &[[f64; CASES]]) {
     // machine's speed drifts between rounds; a ratio taken within one round, where the cases
     // ran one after the other, drifts less than the minima do, so the median of those is given
     // too.
-    let baselines = |i: usize| if i < 5 { (0, 1) } else { (5, 6) };
+    let baselines = |i: usize| if i < 6 { (0, 1) } else { (6, 7) };
     for (i, name) in names.iter().enumerate() {
         let (base, tower) = baselines(i);
         let (over, tower_over) = (best[i] - best[base], best[tower] - best[base]);
@@ -331,13 +372,15 @@ fn batched(n: u64, rounds: u32) {
     let cases: [Case; CASES] = [
         ("noop", r, &|q| drop(batch_noop(q, noop()))),
         ("tower", r, &|q| drop(batch_tower(q, tower_retry()))),
-        ("copy alone (tower, no budget)", r, &|q| drop(batch_copy_only(q, copy_only()))),
+        ("tower, no budget", r, &|q| drop(batch_tower_no_budget(q, tower_no_budget()))),
+        ("the copy alone (no layer)", r, &|q| drop(batch_copy_alone(q, CopyAlone(noop())))),
         ("seawall", r, &|q| drop(batch_seawall(q, RetryLayer::new().layer(noop())))),
         ("seawall + deadline + metrics", r, &|q| {
             drop(batch_seawall_deadline_metrics(q, with_deadline_metrics().layer(noop())))
         }),
         ("3 headers/noop", h, &|q| drop(batch_headers_noop(q, noop()))),
         ("3 headers/tower", h, &|q| drop(batch_headers_tower(q, tower_retry()))),
+        ("3 headers/the copy alone", h, &|q| drop(batch_headers_copy_alone(q, CopyAlone(noop())))),
         ("3 headers/seawall", h, &|q| {
             drop(batch_headers_seawall(q, RetryLayer::new().layer(noop())))
         }),
