@@ -249,7 +249,8 @@ batches!(
     batch_headers_noop,
     batch_headers_tower,
     batch_headers_copy_alone,
-    batch_headers_seawall
+    batch_headers_seawall,
+    batch_headers_seawall_deadline_metrics
 );
 
 counters!(
@@ -262,7 +263,8 @@ counters!(
     count_headers_noop,
     count_headers_tower,
     count_headers_copy_alone,
-    count_headers_seawall
+    count_headers_seawall,
+    count_headers_seawall_deadline_metrics
 );
 
 fn tower_retry() -> impl Service<Request<Bytes>, Error = impl std::fmt::Debug> {
@@ -294,6 +296,8 @@ fn overhead(c: &mut Criterion) {
     bench(c, "client/3 headers/tower Retry + TpsBudget", h, tower_retry());
     bench(c, "client/3 headers/the copy alone (no layer)", h, CopyAlone(noop()));
     bench(c, "client/3 headers/seawall RetryLayer", h, RetryLayer::new().layer(noop()));
+    let name = "client/3 headers/seawall RetryLayer + deadline + metrics";
+    bench(c, name, h, with_deadline_metrics().layer(noop()));
 }
 
 criterion_group!(benches, overhead);
@@ -306,9 +310,9 @@ fn cpu_ns() -> u64 {
 }
 
 /// The cases of the counting modes: no-op, tower, tower without its budget, the copy alone,
-/// seawall, seawall with a deadline and metrics; then no-op, tower, the copy alone and seawall
-/// with a request carrying three headers.
-const CASES: usize = 10;
+/// seawall, seawall with a deadline and metrics; then no-op, tower, the copy alone, seawall and
+/// seawall with a deadline and metrics with a request carrying three headers.
+const CASES: usize = 11;
 
 fn counted(n: u64, rounds: u32) {
     let (r, h) = (request as fn() -> _, request_with_headers as fn() -> _);
@@ -325,6 +329,9 @@ fn counted(n: u64, rounds: u32) {
         ("3 headers/tower", &|| count_headers_tower(n, h, tower_retry())),
         ("3 headers/the copy alone", &|| count_headers_copy_alone(n, h, CopyAlone(noop()))),
         ("3 headers/seawall", &|| count_headers_seawall(n, h, RetryLayer::new().layer(noop()))),
+        ("3 headers/seawall + deadline + metrics", &|| {
+            count_headers_seawall_deadline_metrics(n, h, with_deadline_metrics().layer(noop()))
+        }),
     ];
     let mut times = vec![[0.0f64; CASES]; rounds.max(1) as usize];
     for round in &mut times {
@@ -354,7 +361,7 @@ fn report(names: &[&str; CASES], times: &[[f64; CASES]]) {
             times.iter().map(|r| (r[i] - r[base]) / (r[tower] - r[base])).collect();
         ratios.sort_by(f64::total_cmp);
         println!(
-            "{name:<30} {:7.1} ns/call CPU  overhead {over:6.1} ns  = {:.2}x tower's  \
+            "{name:<40} {:7.1} ns/call CPU  overhead {over:6.1} ns  = {:.2}x tower's  \
              (median of {} rounds' ratios {:.2}x)",
             best[i],
             over / tower_over,
@@ -383,6 +390,10 @@ fn batched(n: u64, rounds: u32) {
         ("3 headers/the copy alone", h, &|q| drop(batch_headers_copy_alone(q, CopyAlone(noop())))),
         ("3 headers/seawall", h, &|q| {
             drop(batch_headers_seawall(q, RetryLayer::new().layer(noop())))
+        }),
+        ("3 headers/seawall + deadline + metrics", h, &|q| {
+            let svc = with_deadline_metrics().layer(noop());
+            drop(batch_headers_seawall_deadline_metrics(q, svc))
         }),
     ];
     let mut times = vec![[0.0f64; CASES]; rounds.max(1) as usize];

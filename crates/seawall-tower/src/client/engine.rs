@@ -238,12 +238,26 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
             // Each request is built, stamped and handed over in one place (no copies of it).
             if *replayable
                 && attempt.number() < *max_attempts
-                && let Some(original) = req.as_ref()
+                && let Some(original) = req.as_mut()
                 && let Some(body) = original.body().try_replay()
             {
+                // The attempt's headers go where there is room for them. A cloned header map
+                // has exactly as many entries as the original, so stamping the copy would grow
+                // it (a reallocation and a copy of the entries, ~600 instructions, on every
+                // attempt of a call with a deadline); stamped first, the call's request (whose
+                // map has room, or grows once for the whole call) is cloned with the attempt's
+                // headers in it. Stamping replaces values, so a later attempt's numbers
+                // overwrite an earlier one's. A header-less request is stamped after it is
+                // copied: its map would be allocated only to be cloned.
+                let in_place = !original.headers().is_empty();
+                if in_place {
+                    stamp(original, *protocol, attempt, cached);
+                }
                 let mut r = Request::new(body);
                 replay_head(original, &mut r);
-                stamp(&mut r, *protocol, attempt, cached);
+                if !in_place {
+                    stamp(&mut r, *protocol, attempt, cached);
+                }
                 return svc.call(r);
             }
             let mut r = req.take().expect("the request is kept until the last attempt");

@@ -311,6 +311,36 @@ mod tests {
         assert_eq!(seen[1].get_all("request-attempt").iter().collect::<Vec<_>>(), ["2"]);
     }
 
+    #[tokio::test]
+    async fn each_attempt_of_a_request_with_headers_carries_its_own_numbers_once() {
+        // A request that has headers is stamped in place before it is copied: each attempt's
+        // number and time left must replace the previous attempt's, never add to them, and
+        // the caller's headers must reach every attempt, the last (the request itself) too.
+        let seen = Arc::default();
+        let mut svc = layer(Duration::from_secs(1)).layer(failing(2, Arc::clone(&seen)));
+        let req = Request::post("http://a/x")
+            .header("accept", "application/json")
+            .header("idempotency-key", "k-1")
+            .body(String::new())
+            .unwrap();
+        assert_eq!(svc.call(req).await.unwrap().status(), 200);
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 3);
+        let mut last_left = u64::MAX;
+        for (i, h) in seen.iter().enumerate() {
+            let all = |name: &str| h.get_all(name).iter().map(|v| v.to_str().unwrap().to_owned());
+            let attempt: Vec<_> = all("request-attempt").collect();
+            let expected: Vec<String> = (i > 0).then(|| (i + 1).to_string()).into_iter().collect();
+            assert_eq!(attempt, expected, "attempt {}", i + 1);
+            let left: Vec<u64> = all("request-timeout-ms").map(|v| v.parse().unwrap()).collect();
+            assert_eq!(left.len(), 1, "attempt {}: {left:?}", i + 1);
+            assert!(left[0] <= 5_000 && left[0] <= last_left, "attempt {}: {left:?}", i + 1);
+            last_left = left[0];
+            assert_eq!(all("accept").collect::<Vec<_>>(), ["application/json"]);
+            assert_eq!(all("idempotency-key").collect::<Vec<_>>(), ["k-1"]);
+        }
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_call_that_read_no_clock_waits_its_backoff_from_the_failure() {
         // The default layer reads no clock before a failure; the wait before the retry still
