@@ -71,9 +71,10 @@ impl<Bu> Clone for Shared<Bu> {
 /// poll ([`start`](Self::start)): it is a large part of the call's future, and every move of the
 /// future is a copy.
 ///
-/// The request stays here, as the caller gave it, and each attempt is sent a copy of it, made
-/// when the service is ready and stamped with that attempt's headers; the last attempt the call
-/// may make (and a request whose body cannot be replayed) is sent the request itself. So a
+/// The request stays here, as the caller gave it but for the attempt headers seawall stamps
+/// (each attempt's replace the last's), and each attempt is sent a copy of it, made when the
+/// service is ready and carrying that attempt's headers; the last attempt the call may make
+/// (and a request whose body cannot be replayed) is sent the request itself. So a
 /// retry's copy is the one a success needed anyway, as with `tower::retry`, and nothing is moved
 /// out of the future but what the service takes. Dropping a started call before it has ended
 /// abandons it, which returns what it held to the budget and breaker.
