@@ -109,8 +109,9 @@ impl<E> tower::retry::Policy<Request<Bytes>, Response<Bytes>, E> for NoBudget {
 }
 
 /// No layer at all: the request is copied (method, URI, version, headers, extensions and body,
-/// as seawall's attempts are), the copy sent and the request dropped. The copy's own cost with
-/// nothing around it: the floor under any layer that keeps a request to send it again.
+/// the steps of seawall's crate-private `replay_head`), the copy sent and the request dropped.
+/// The copy's own cost with nothing around it: the floor under any layer that keeps a request
+/// to send it again.
 #[derive(Clone)]
 struct CopyAlone<S>(S);
 

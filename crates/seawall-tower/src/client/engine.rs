@@ -244,7 +244,7 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
             {
                 // The attempt's headers go where there is room for them. A cloned header map
                 // has exactly as many entries as the original, so stamping the copy would grow
-                // it (a reallocation and a copy of the entries, ~600 instructions, on every
+                // it (a reallocation and a copy of the entries, ~650 instructions, on every
                 // attempt of a call with a deadline); stamped first, the call's request (whose
                 // map has room, or grows once for the whole call) is cloned with the attempt's
                 // headers in it. Stamping replaces values, so a later attempt's numbers
