@@ -76,6 +76,7 @@ pub mod fault;
 mod gate;
 mod http;
 pub mod pgwire;
+mod run;
 pub mod schedule;
 pub mod stats;
 mod tcp;
@@ -91,6 +92,7 @@ use tokio::task::JoinHandle;
 
 use crate::LabError;
 pub use fault::{Delay, FailMode, Fault, FaultKind};
+pub use run::{MAX_RUNTIME, run_blocking};
 pub use schedule::{Action, Faults};
 pub use stats::Stats;
 

@@ -140,9 +140,9 @@ async fn pipe(
             {
                 return Err(mode);
             }
+            pace(shared, n).await;
             uw.write_all(chunk).await.map_err(|_| FailMode::Reset)?;
             shared.stats.bytes(true, n);
-            pace(shared, n).await;
         }
     };
     let down = async {
@@ -167,15 +167,15 @@ async fn pipe(
                     }
                 }
             }
+            pace(shared, n).await;
             cw.write_all(&buf[..n]).await.map_err(|_| FailMode::Reset)?;
             shared.stats.bytes(false, n);
-            pace(shared, n).await;
         }
     };
     tokio::try_join!(up, down).map(|_| ())
 }
 
-/// Waits as long as `n` bytes take at the active bandwidth limit, if any.
+/// Waits as long as `n` bytes take at the active bandwidth limit, if any, before they are sent.
 async fn pace(shared: &Shared, n: usize) {
     if let Some(rate) = shared.faults.bandwidth_at(shared.now()) {
         tokio::time::sleep(Duration::from_secs_f64(n as f64 / rate.max(1) as f64)).await;
