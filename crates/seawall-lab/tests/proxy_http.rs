@@ -196,3 +196,32 @@ async fn slow_delays_and_hang_drops_at_its_bound() {
     assert!(r.is_err(), "the held request ends with a dropped connection");
     assert!(t.elapsed() >= Duration::from_millis(450), "{:?}", t.elapsed());
 }
+
+/// The /metrics page is valid Prometheus text by Prometheus's own checker (`promtool check
+/// metrics`, which also lints names and help). Skipped without promtool, unless
+/// `SEAWALL_REQUIRE_EXTERNAL` is set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_pass_promtool() {
+    use std::io::Write;
+    let Ok(mut child) = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+    else {
+        assert!(std::env::var_os("SEAWALL_REQUIRE_EXTERNAL").is_none(), "promtool missing");
+        eprintln!("SKIPPED: promtool not found (Debian package prometheus)");
+        return;
+    };
+    let s = setup().await;
+    let req =
+        Request::get(s.url("/a")).header("request-attempt", "2").body(Full::default()).unwrap();
+    send(&s.h1, req).await;
+    let (_, _, metrics) = send(&s.h1, get(&s.control("/metrics"))).await;
+    child.stdin.take().unwrap().write_all(metrics.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && said.trim().is_empty(), "promtool: {said}\n{metrics}");
+}

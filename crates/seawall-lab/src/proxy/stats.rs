@@ -153,13 +153,12 @@ impl Stats {
     pub fn prometheus(&self) -> String {
         let mut o = String::new();
         let mut metric = |name: &str, kind: &str, help: &str, samples: &[(String, u64)]| {
-            let _ = writeln!(
-                o,
-                "# HELP seawall_proxy_{name} {help}\n# TYPE seawall_proxy_{name} {kind}"
-            );
+            // Text format 0.0.4: a counter's family is named with its `_total` suffix.
+            let suffix = if kind == "counter" { "_total" } else { "" };
+            let full = format!("seawall_proxy_{name}{suffix}");
+            let _ = writeln!(o, "# HELP {full} {help}\n# TYPE {full} {kind}");
             for (labels, v) in samples {
-                let suffix = if kind == "counter" { "_total" } else { "" };
-                let _ = writeln!(o, "seawall_proxy_{name}{suffix}{labels} {v}");
+                let _ = writeln!(o, "{full}{labels} {v}");
             }
         };
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
