@@ -15,9 +15,9 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use seawall_tower::wire;
 use tokio::net::TcpListener;
-use tokio::task::JoinSet;
 
 use super::Shared;
+use super::accept::accept_loop;
 use super::fault::FailMode;
 use super::gate::{Gate, pass};
 use super::stats::key_of;
@@ -55,34 +55,17 @@ pub(super) async fn serve(listener: TcpListener, shared: Arc<Shared>) {
             .build(connector()),
         h2: Client::builder(TokioExecutor::new()).http2_only(true).build(connector()),
     });
-    let conns = Arc::new(tokio::sync::Semaphore::new(shared.limits.max_connections));
-    let mut tasks = JoinSet::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    continue;
-                };
-                shared.stats.connection(shared.now());
-                let Ok(permit) = conns.clone().try_acquire_owned() else {
-                    shared.stats.rejected("max_connections");
-                    let _ = stream.set_zero_linger();
-                    continue;
-                };
-                let (shared, clients) = (shared.clone(), clients.clone());
-                tasks.spawn(async move {
-                    let _open = shared.stats.open();
-                    let svc = service_fn(move |req| handle(req, shared.clone(), clients.clone()));
-                    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                        .serve_connection(TokioIo::new(stream), svc)
-                        .await;
-                    drop(permit);
-                });
-            }
-            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+    accept_loop(listener, shared, move |stream, shared| {
+        let clients = clients.clone();
+        async move {
+            let _open = shared.stats.open();
+            let svc = service_fn(move |req| handle(req, shared.clone(), clients.clone()));
+            let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(stream), svc)
+                .await;
         }
-    }
+    })
+    .await
 }
 
 /// The attempt number a request declares (1 when it declares none, or nonsense).

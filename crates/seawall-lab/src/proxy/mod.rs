@@ -71,6 +71,7 @@
 //! # Ok(()) }
 //! ```
 
+mod accept;
 mod control;
 pub mod fault;
 mod gate;

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::task::JoinSet;
 
 use super::Shared;
+use super::accept::accept_loop;
 use super::fault::FailMode;
 use super::gate::{Gate, pass};
 use super::pgwire::{Event, Tracker};
@@ -17,33 +17,10 @@ use super::stats::InFlight;
 /// Sync groups awaiting their `ReadyForQuery` per connection; beyond, tracking stops.
 const MAX_GROUPS: usize = 64;
 
-/// Accepts until aborted; the connection tasks die with it (the [`JoinSet`] aborts them).
+/// Accepts until aborted; the connection tasks die with it.
 pub(super) async fn serve(listener: TcpListener, shared: Arc<Shared>) {
-    let conns = Arc::new(tokio::sync::Semaphore::new(shared.limits.max_connections));
-    let mut tasks = JoinSet::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let Ok((client, _)) = accepted else {
-                    // EMFILE and the like: back off briefly rather than spin.
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    continue;
-                };
-                shared.stats.connection(shared.now());
-                let Ok(permit) = conns.clone().try_acquire_owned() else {
-                    shared.stats.rejected("max_connections");
-                    end(client, FailMode::Reset).await;
-                    continue;
-                };
-                let shared = shared.clone();
-                tasks.spawn(async move {
-                    connection(client, &shared).await;
-                    drop(permit);
-                });
-            }
-            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
-        }
-    }
+    accept_loop(listener, shared, |client, shared| async move { connection(client, &shared).await })
+        .await
 }
 
 /// Ends a connection the way a fault asks.
