@@ -104,3 +104,36 @@ async fn close_mode_ends_with_eof_and_reset_mode_with_an_error() {
     assert_eq!(r.map_err(|e| e.kind()).unwrap_err(), std::io::ErrorKind::ConnectionReset);
     echo.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refuse_closes_the_listener_then_binds_the_same_port_again() {
+    let (p, echo) = proxy(Limits::default()).await;
+    let mut open = TcpStream::connect(p.listen_addr()).await.unwrap();
+    round_trip(&mut open, b"before").await.unwrap();
+    p.add_fault("fail:60,mode=refuse".parse().unwrap()).unwrap();
+    // The loop notices within its tick (20 ms); poll for at most 2 s.
+    let mut refused = false;
+    for _ in 0..100 {
+        match TcpStream::connect(p.listen_addr()).await {
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                refused = true;
+                break;
+            }
+            _ => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+    assert!(refused, "connections were never refused");
+    assert!(round_trip(&mut open, b"during").await.is_err(), "an open connection is reset");
+    p.clear_faults();
+    let mut back = None;
+    for _ in 0..100 {
+        if let Ok(s) = TcpStream::connect(p.listen_addr()).await {
+            back = Some(s);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    round_trip(&mut back.expect("the listener came back"), b"after").await.unwrap();
+    assert!(p.stats().prometheus().contains("seawall_proxy_faulted_total{fault=\"refuse\"} 1\n"));
+    echo.abort();
+}

@@ -20,6 +20,10 @@ pub const MAX_LATENCY_MS: u64 = 60_000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FailMode {
+    /// Connection refused: the listener is closed for the fault's duration (toxiproxy's
+    /// disabled proxy), so the kernel answers new connections with a reset (`ECONNREFUSED`);
+    /// open connections are reset when next used. Takes no `pct`.
+    Refuse,
     /// A TCP reset (`SO_LINGER` 0): the client sees "connection reset by peer". TCP default.
     Reset,
     /// A clean close (FIN) before any byte from upstream.
@@ -85,8 +89,9 @@ pub enum FaultKind {
     },
     /// Added latency before each request (TCP: each client write carrying a request).
     Slow(Delay),
-    /// A restart with a cold cache: refuse for the fault's seconds, then serve a share of the
-    /// traffic that grows linearly from `floor` to all of it over `warmup`.
+    /// A restart with a cold cache: refuse connections for the fault's seconds (the listener is
+    /// closed, as a restarting server's is), then serve a share of the traffic that grows
+    /// linearly from `floor` to all of it over `warmup`.
     RestartCold {
         /// How long the share takes to reach 100 %.
         warmup: Duration,
@@ -210,10 +215,14 @@ impl FromStr for Fault {
                 }
                 FaultKind::Fail(match take("mode", &mut opts) {
                     None => FailMode::Status,
+                    Some("refuse") if pct < 100.0 => {
+                        return Err(bad("mode=refuse closes the listener: it takes no pct"));
+                    }
+                    Some("refuse") => FailMode::Refuse,
                     Some("reset") => FailMode::Reset,
                     Some("close") => FailMode::Close,
                     Some("503" | "status") => FailMode::Status,
-                    Some(m) => return Err(bad(format!("mode: reset|close|503, got {m:?}"))),
+                    Some(m) => return Err(bad(format!("mode: refuse|reset|close|503, got {m:?}"))),
                 })
             }
             "hang" => FaultKind::Hang {
@@ -279,6 +288,7 @@ impl fmt::Display for Fault {
                 f,
                 ",mode={}",
                 match m {
+                    FailMode::Refuse => "refuse",
                     FailMode::Reset => "reset",
                     FailMode::Close => "close",
                     FailMode::Status => "503",

@@ -23,11 +23,11 @@
 //!
 //! | kind | does | keys |
 //! |---|---|---|
-//! | `fail` | refuses: TCP reset or close; HTTP 503, or gRPC UNAVAILABLE (status 14) | `mode=reset\|close\|503` (default: reset in TCP mode, 503 in HTTP) |
+//! | `fail` | refuses: connection refused (the listener closes), TCP reset or close; HTTP 503, or gRPC UNAVAILABLE (status 14) | `mode=refuse\|reset\|close\|503` (default: reset in TCP mode, 503 in HTTP) |
 //! | `partial` | `fail` for a share only | `pct=P` (required), `mode` |
 //! | `hang` | accepts and holds; nothing passes until the fault ends | `max=S` the longest hold, then a reset (default 30) |
 //! | `slow` | adds latency before each request | `latency=MS` (default 100), `jitter=MS`, `dist=fixed\|uniform\|exp` |
-//! | `restart-cold` | refuses for `SECONDS`, then serves a share growing linearly to 100 % | `warmup=S` (default 10), `floor=P` the share at first (default 10) |
+//! | `restart-cold` | refuses connections for `SECONDS` (listener closed), then serves a share growing linearly to 100 % | `warmup=S` (default 10), `floor=P` the share at first (default 10) |
 //! | `bandwidth` | at most `rate` KB/s per connection and direction (TCP mode) | `rate=KB/s` (required) |
 //!
 //! Every kind takes `pct=P`, the share of connections or requests it touches (toxiproxy's
@@ -263,10 +263,11 @@ impl Shared {
         t.saturating_sub(self.now())
     }
 
-    /// Fail modes as the mode understands them: in TCP, a status is a reset.
+    /// Fail modes as one connection or request meets them: in TCP a status is a reset, and a
+    /// refusal (the listener is closed) resets what is already connected.
     fn fail_mode(&self, m: FailMode) -> FailMode {
         match (self.mode, m) {
-            (Mode::Tcp, FailMode::Status) => FailMode::Reset,
+            (Mode::Tcp, FailMode::Status) | (_, FailMode::Refuse) => FailMode::Reset,
             (_, m) => m,
         }
     }

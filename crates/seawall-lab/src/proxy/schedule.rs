@@ -133,6 +133,29 @@ pub fn bandwidth_at(t: Duration, faults: &[Fault]) -> Option<u64> {
         .min()
 }
 
+/// Whether the listener should be closed at `t` (a `fail` with `mode=refuse`, or a
+/// `restart-cold` before its warm-up), and until when.
+///
+/// ```
+/// use seawall_lab::proxy::schedule::refusing_until;
+/// use std::time::Duration;
+/// let f = ["restart-cold:5@10,warmup=20".parse().unwrap(), "fail:1@30,mode=refuse".parse().unwrap()];
+/// let at = |t| refusing_until(Duration::from_secs(t), &f).map(|d| d.as_secs());
+/// assert_eq!([at(9), at(10), at(14), at(15), at(30), at(31)], [None, Some(15), Some(15), None, Some(31), None]);
+/// ```
+pub fn refusing_until(t: Duration, faults: &[Fault]) -> Option<Duration> {
+    faults
+        .iter()
+        .filter_map(|f| match f.kind {
+            FaultKind::Fail(FailMode::Refuse) if f.active_at(t) => Some(f.end()),
+            FaultKind::RestartCold { .. } if f.start <= t && t < f.start + f.duration => {
+                Some(f.start + f.duration)
+            }
+            _ => None,
+        })
+        .max()
+}
+
 /// The proxy's faults: the schedule given at start plus those posted live, bounded in number.
 #[derive(Debug, Default)]
 pub struct Faults(Mutex<Vec<Fault>>);
@@ -170,6 +193,11 @@ impl Faults {
     /// [`bandwidth_at`] over the current faults.
     pub fn bandwidth_at(&self, t: Duration) -> Option<u64> {
         bandwidth_at(t, &self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// [`refusing_until`] over the current faults.
+    pub fn refusing_until(&self, t: Duration) -> Option<Duration> {
+        refusing_until(t, &self.0.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// [`decide`] over the current faults.
@@ -276,6 +304,7 @@ mod tests {
             "restart-cold:5@2,warmup=20,floor=10",
             "bandwidth:9@0,rate=64",
             "fail:1@0,mode=503,pct=25",
+            "fail:2@1,mode=refuse",
         ] {
             let a: Fault = f.parse().unwrap();
             assert_eq!(a.to_string().parse::<Fault>().unwrap(), a, "{f}");
@@ -288,6 +317,7 @@ mod tests {
             "fail:1@inf",
             "boom:1",
             "fail:1,mode=x",
+            "fail:1,mode=refuse,pct=50",
             "fail:1,pct=0",
             "fail:1,pct=101",
             "partial:5",
