@@ -15,16 +15,21 @@ HTTP mode (HTTP/1.1 and HTTP/2 with prior knowledge, so gRPC too).
 The bound addresses are printed on stdout as `listening ADDR` and `control ADDR`.";
 
 const AFTER: &str = "\
-FAULTS: KIND:SECONDS[@START][,KEY=VALUE...]  (START: seconds after the proxy starts, default 0)
-  fail          refuse: TCP reset/close; HTTP 503 or gRPC UNAVAILABLE  mode=refuse|reset|close|503
-                (refuse: the listener closes, new connections get ECONNREFUSED)
-  partial       fail for a share only                                  pct=P (required), mode=
-  hang          accept and hold until the fault ends                   max=S longest hold (30), then reset
-  slow          added latency per request                              latency=MS (100) jitter=MS dist=fixed|uniform|exp
-  restart-cold  refuse SECONDS (listener closed), then serve a share     warmup=S (10) floor=P (10)
-                rising linearly from floor to 100 % over warmup
-  bandwidth     KB/s per connection and direction (TCP only)           rate=KB/s (required)
-  Every kind takes pct=P: the share of connections/requests it touches (toxiproxy's toxicity).
+FAULTS: KIND:SECONDS[@START][,KEY=VALUE...]
+  START is seconds after the proxy starts (default 0). Keys, defaults in brackets:
+  fail          refuse: TCP reset or close; HTTP 503 or gRPC UNAVAILABLE
+                  mode=refuse|reset|close|503  (refuse: the listener closes: ECONNREFUSED)
+  partial       fail for a share only
+                  pct=P (required), mode=...
+  hang          accept and hold until the fault ends
+                  max=S  the longest hold, then a reset [30]
+  slow          added latency per request (TCP: per statement or write)
+                  latency=MS [100]  jitter=MS  dist=fixed|uniform|exp
+  restart-cold  refuse connections SECONDS, then serve a share rising linearly to 100 %
+                  warmup=S [10]  floor=P  the share served at first [10]
+  bandwidth     KB/s per connection and direction (TCP mode only)
+                  rate=KB/s (required)
+  Every kind takes pct=P, the share of connections/requests touched (toxiproxy's toxicity).
 
 CONTROL API (--control, loopback):
   GET /state              time, faults, per-second series (JSON)

@@ -54,6 +54,14 @@
 //! the connect to the upstream ([`Limits::connect_timeout`]), faults ([`schedule::MAX_FAULTS`]).
 //! Listen and control addresses must be loopback.
 //!
+//! # Limits of the reading
+//!
+//! HTTP request bodies are read whole before forwarding (to key identical requests), so a
+//! client-streaming or bidirectional gRPC call that never ends its request stream is not
+//! proxied; unary and server-streaming calls are. In TCP mode a PostgreSQL connection that
+//! negotiates TLS is forwarded but not read (its statements are not counted, and faults are
+//! decided per client write).
+//!
 //! # Example
 //!
 //! ```no_run
