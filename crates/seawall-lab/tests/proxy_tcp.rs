@@ -137,3 +137,20 @@ async fn refuse_closes_the_listener_then_binds_the_same_port_again() {
     assert!(p.stats().prometheus().contains("seawall_proxy_faulted_total{fault=\"refuse\"} 1\n"));
     echo.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clearing_a_hang_releases_what_it_holds() {
+    let (p, echo) = proxy(Limits::default()).await;
+    p.add_fault("hang:60,max=30".parse().unwrap()).unwrap();
+    let held = tokio::spawn({
+        let addr = p.listen_addr();
+        async move { fresh(addr, b"held").await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!held.is_finished(), "held while the hang is on");
+    let t = std::time::Instant::now();
+    p.clear_faults();
+    tokio::time::timeout(Duration::from_secs(2), held).await.expect("released").unwrap().unwrap();
+    assert!(t.elapsed() < Duration::from_millis(500), "{:?}", t.elapsed());
+    echo.abort();
+}

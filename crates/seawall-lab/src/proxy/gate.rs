@@ -1,5 +1,7 @@
 //! The one place a decision becomes waiting or refusing, for both modes.
 
+use std::time::Duration;
+
 use seawall::rng::SeededRng;
 
 use super::Shared;
@@ -18,7 +20,14 @@ pub(super) enum Gate {
     Refuse(FailMode),
 }
 
+/// How often a held request looks whether its hang was cleared (by the control API).
+const RECHECK: Duration = Duration::from_millis(50);
+
 /// Decides, waits out delays and holds (bounded), and counts what a fault refused.
+///
+/// A held request stays held while any `hang` is active, up to the bound of the hold that
+/// caught it, and is released within [`RECHECK`] of the hang ending or being cleared; then it
+/// is decided afresh (it may meet a `fail` that started meanwhile).
 pub(super) async fn pass(shared: &Shared, rng: &mut SeededRng) -> Gate {
     for _ in 0..MAX_ROUNDS {
         match shared.faults.decide(shared.now(), rng) {
@@ -37,12 +46,19 @@ pub(super) async fn pass(shared: &Shared, rng: &mut SeededRng) -> Gate {
                     shared.stats.rejected("held_queue_full");
                     return Gate::Refuse(shared.fail_mode(FailMode::Status));
                 };
-                if give_up < until {
-                    tokio::time::sleep(shared.until(give_up)).await;
+                let mut target = until.min(give_up);
+                // Bounded by `give_up`: each turn sleeps, and time moves on.
+                while shared.now() < target {
+                    tokio::time::sleep(shared.until(target).min(RECHECK)).await;
+                    match shared.faults.hang_until(shared.now()) {
+                        Some(u) => target = u.min(give_up),
+                        None => break,
+                    }
+                }
+                if shared.now() >= give_up && shared.faults.hang_until(shared.now()).is_some() {
                     shared.stats.faulted(shared.now(), "hang");
                     return Gate::Refuse(FailMode::Reset);
                 }
-                tokio::time::sleep(shared.until(until)).await;
             }
         }
     }

@@ -195,6 +195,16 @@ impl Faults {
         bandwidth_at(t, &self.0.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
+    /// The end of the latest `hang` active at `t`, if any (its `pct` not drawn: this is for a
+    /// request already held).
+    pub fn hang_until(&self, t: Duration) -> Option<Duration> {
+        let v = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        v.iter()
+            .filter(|f| matches!(f.kind, FaultKind::Hang { .. }) && f.active_at(t))
+            .map(Fault::end)
+            .max()
+    }
+
     /// [`refusing_until`] over the current faults.
     pub fn refusing_until(&self, t: Duration) -> Option<Duration> {
         refusing_until(t, &self.0.lock().unwrap_or_else(|e| e.into_inner()))
