@@ -201,21 +201,49 @@ async fn partial_fails_its_share_of_connections() {
     assert!((1..16).contains(&ok), "{ok} of 16 passed");
 }
 
+/// The lab's own PostgreSQL pieces through the proxy: `PgLab` (table, the seeds' query) and
+/// the order service's `PgBackend` pool, which meets the proxy's faults as the lab's tiers do.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_postgres_lab_backend_works_through_the_proxy() {
+    use http::StatusCode;
+    use seawall_lab::Stack;
+    use seawall_lab::node::backend::{PgBackend, PgService};
+    use tower::ServiceExt;
+
     if !pg_up().await {
         return;
     }
     let p = proxy().await;
     let a = p.listen_addr();
     let lab_url = format!("postgres://postgres@{}:{}/test", a.ip(), a.port());
-    let lab = within(10, seawall_lab::pg::PgLab::setup(&lab_url, Duration::from_millis(20)))
+    let lab = within(10, seawall_lab::pg::PgLab::setup(&lab_url, Duration::from_millis(300)))
         .await
         .unwrap();
-    let c = within(10, connect(&p)).await.unwrap();
-    let stmt = seawall_lab::node::backend::statement(lab.table());
-    within(10, c.simple_query(&stmt)).await.unwrap();
+    let backend =
+        within(10, PgBackend::connect(&lab_url, lab.table(), 3, Stack::Baseline)).await.unwrap();
+    let call = |b: &std::sync::Arc<PgBackend>| {
+        let req = http::Request::new(http_body_util::Empty::<bytes::Bytes>::new());
+        PgService(b.clone()).oneshot(req)
+    };
+    // Three orders at once: three copies of the lab's statement in flight at the proxy.
+    let (r1, r2, r3) =
+        within(10, async { tokio::join!(call(&backend), call(&backend), call(&backend)) }).await;
+    for r in [r1, r2, r3] {
+        assert_eq!(r.unwrap().status(), StatusCode::OK);
+    }
+    assert!(p.stats().prometheus().contains("seawall_proxy_identical_in_flight_peak 3\n"));
     within(10, lab.sample()).await.unwrap();
+    p.add_fault("slow:60,latency=200".parse().unwrap()).unwrap();
+    let t = Instant::now();
+    assert_eq!(within(10, call(&backend)).await.unwrap().status(), StatusCode::OK);
+    assert!(
+        t.elapsed() >= Duration::from_millis(500),
+        "300 ms statement + 200 ms: {:?}",
+        t.elapsed()
+    );
+    p.clear_faults();
+    p.add_fault("fail:60".parse().unwrap()).unwrap();
+    assert_eq!(within(10, call(&backend)).await.unwrap().status(), StatusCode::SERVICE_UNAVAILABLE);
+    p.clear_faults();
     within(10, lab.teardown()).await.unwrap();
-    assert!(p.stats().requests() >= 3, "{}", p.stats().requests());
 }
