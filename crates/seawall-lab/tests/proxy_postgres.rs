@@ -62,45 +62,24 @@ async fn statements_pass_and_identical_copies_are_counted() {
     let p = proxy().await;
     let mut clients = Vec::new();
     for _ in 0..6 {
-        clients.push(within(10, connect(&p)).await.unwrap());
+        clients.push(Arc::new(within(10, connect(&p)).await.unwrap()));
     }
     assert_eq!(one(&clients[0]).await.unwrap(), 1);
     // Six copies of one statement at once: the storm's signature, seen on the wire.
-    let runs = clients.iter().map(|c| c.simple_query("SELECT pg_sleep(1)"));
-    let done = within(20, futures_join_all(runs.collect())).await;
-    assert!(done.iter().all(Result::is_ok));
+    let mut runs = tokio::task::JoinSet::new();
+    for c in &clients {
+        let c = c.clone();
+        runs.spawn(async move { c.simple_query("SELECT pg_sleep(1)").await.map(|_| ()) });
+    }
+    while let Some(r) = within(20, runs.join_next()).await {
+        r.unwrap().unwrap();
+    }
     let text = p.stats().prometheus();
     assert!(text.contains("seawall_proxy_identical_in_flight_peak 6\n"), "{text}");
     assert!(text.contains("seawall_proxy_identical_in_flight 0\n"), "{text}");
     // 1 extended-protocol SELECT 1 + 6 simple queries.
     assert_eq!(p.stats().requests(), 7);
     assert_eq!(p.stats().connections(), 6);
-}
-
-/// `join_all` without a futures dependency: spawn each and collect.
-async fn futures_join_all<F, T>(fs: Vec<F>) -> Vec<T>
-where
-    F: std::future::Future<Output = T>,
-{
-    let mut out = Vec::new();
-    let mut pinned: Vec<_> = fs.into_iter().map(Box::pin).collect();
-    // Poll them together: a select over the remaining ones until all are done.
-    let mut results: Vec<Option<T>> = (0..pinned.len()).map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (i, f) in pinned.iter_mut().enumerate() {
-            if results[i].is_none() {
-                match f.as_mut().poll(cx) {
-                    std::task::Poll::Ready(v) => results[i] = Some(v),
-                    std::task::Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending { std::task::Poll::Pending } else { std::task::Poll::Ready(()) }
-    })
-    .await;
-    out.extend(results.into_iter().flatten());
-    out
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
