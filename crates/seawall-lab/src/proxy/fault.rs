@@ -28,8 +28,8 @@ pub enum FailMode {
     Reset,
     /// A clean close (FIN) before any byte from upstream.
     Close,
-    /// HTTP mode only: `503 Service Unavailable`, or gRPC status 14 UNAVAILABLE for gRPC
-    /// requests. HTTP default.
+    /// `503 Service Unavailable`, or gRPC status 14 UNAVAILABLE for gRPC requests: the default
+    /// (no `mode`, or `mode=503`). In TCP mode it is a reset.
     Status,
 }
 
@@ -284,14 +284,15 @@ impl fmt::Display for Fault {
             self.start.as_secs_f64()
         )?;
         match self.kind {
+            // No `mode` is the mode's own default (reset in TCP, 503 in HTTP).
+            FaultKind::Fail(FailMode::Status) => {}
             FaultKind::Fail(m) => write!(
                 f,
                 ",mode={}",
                 match m {
                     FailMode::Refuse => "refuse",
                     FailMode::Reset => "reset",
-                    FailMode::Close => "close",
-                    FailMode::Status => "503",
+                    _ => "close",
                 }
             )?,
             FaultKind::Hang { max } => write!(f, ",max={}", max.as_secs_f64())?,
