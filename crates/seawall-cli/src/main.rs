@@ -13,6 +13,7 @@ mod audit;
 mod detect;
 mod escape;
 mod lab;
+mod proxy;
 mod simulate;
 
 /// seawall stops retry storms: simulate them, audit configs for them, and test the cure.
@@ -37,6 +38,8 @@ enum Command {
     Escape(escape::Args),
     /// Load-test the recovery: real tiers on loopback, an injected fault, before and after.
     Lab(lab::Args),
+    /// A fault-injecting proxy in front of a dependency (TCP or HTTP), with counters.
+    Proxy(proxy::Args),
     /// One tier of a lab stack (started by `seawall lab`; not for direct use).
     #[command(hide = true)]
     LabNode(lab::NodeArgs),
@@ -52,6 +55,7 @@ fn main() -> ExitCode {
         Command::Escape(args) => escape::run(args),
         Command::Lab(args) => lab::run(args),
         Command::LabNode(args) => lab::run_node(args),
+        Command::Proxy(args) => proxy::run(args),
     };
     match result {
         Ok(code) => code,

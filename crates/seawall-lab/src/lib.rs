@@ -22,6 +22,7 @@ pub use launch::{Launcher, NodeHandle};
 pub mod outcome;
 pub mod pg;
 pub mod prom;
+pub mod proxy;
 pub mod report;
 pub mod run;
 pub mod scrape;
