@@ -5,8 +5,9 @@
 #![warn(missing_docs)]
 
 pub mod results;
+pub mod sweep;
 
-pub use html::{render_html, render_html_compare};
+pub use html::{render_html, render_html_compare, render_sweep_html};
 pub use results::{Fault, Results, Run, Series, Source, Summary, summarize};
 pub use table::render_table;
 pub mod html;

@@ -21,6 +21,7 @@
 
 mod chart;
 mod compare;
+mod phase;
 mod style;
 mod svg;
 mod text;
@@ -30,6 +31,7 @@ use std::fmt::Write;
 use crate::{Fault, Results, Run};
 
 pub use compare::render_html_compare;
+pub use phase::render_sweep_html;
 
 /// One column of the page: a run and what its charts need to know about it.
 #[derive(Debug)]
