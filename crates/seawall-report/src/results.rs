@@ -267,6 +267,28 @@ mod tests {
     }
 
     #[test]
+    fn recovered_never_sits_beside_most_requests_failing() {
+        // Every series of six seconds, each second 0 %, 50 % or 100 % good at 100 or 10,000
+        // requests: the verdict and goodput_after cannot disagree.
+        let mut checked = 0;
+        for code in 0..6u32.pow(6) {
+            let (mut s, mut c) = (series(&[100.0; 8]), code);
+            for i in 2..8 {
+                let (good, big) = (c % 3, (c / 3) % 2 == 1);
+                c /= 6;
+                s.edge_rps[i] = if big { 10_000.0 } else { 100.0 };
+                s.goodput_rps[i] = s.edge_rps[i] * good as f64 / 2.0;
+            }
+            let sum = summarize(&s, Some(&fault()));
+            if sum.recovered {
+                assert!(sum.goodput_after >= MOST * sum.goodput_before, "{code}: {sum:?}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 100, "{checked}");
+    }
+
+    #[test]
     fn json_is_deterministic() {
         let r = Results {
             scenario: "x".into(),

@@ -209,7 +209,8 @@ mod tests {
         assert_eq!((b.low, b.high), (Some(140.0), Some(170.0)));
         assert!((b.value.unwrap() - 155.0).abs() < 1e-9);
         let b = line(&[(140.0, 1.0), (150.0, 1.0), (160.0, 1.0 / 3.0), (170.0, 0.0)]);
-        assert!(b.value.unwrap() < 155.0 && b.value.unwrap() > 150.0, "{:?}", b.value);
+        // A third of the seeds still healing at 160 pulls the estimate towards it.
+        assert_eq!(b.value, Some(157.5));
     }
 
     #[test]
