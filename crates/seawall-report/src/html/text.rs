@@ -169,8 +169,10 @@ pub(super) fn how_to_read() -> String {
         (
             "Recovered",
             "Goodput per second came back to at least 90 % of its pre-fault level and stayed \
-             there to the end of the run; the seconds count from the fault's end. A storm that \
-             outlives its trigger never recovers by itself.",
+             there to the end of the run (the seconds count from the fault's end), and most \
+             requests after the fault were answered: goodput after is at least half of goodput \
+             before. So a run that refused most of a reconnect herd in one bad second does not \
+             read recovered. A storm that outlives its trigger never recovers by itself.",
         ),
         (
             "Wasted work",
