@@ -1,7 +1,9 @@
 //! The results of a simulation or a lab run, and the report people read.
 //!
 //! `seawall simulate` and `seawall lab` produce the same [`Results`], so the two can be laid side
-//! by side: same JSON (`results.json`), same terminal table, same HTML report.
+//! by side: same JSON (`results.json`), same terminal table, same HTML report. A sweep
+//! (`seawall simulate --sweep`) has its own [`sweep::Sweep`] (`sweep.json`), table and page, a
+//! phase diagram of recovered and stuck over the grid with the boundary found.
 #![warn(missing_docs)]
 
 pub mod results;
