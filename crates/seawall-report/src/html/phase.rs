@@ -285,22 +285,16 @@ fn legend(slowest: f64) -> String {
 }
 
 fn points_table(sw: &Sweep) -> String {
-    let text = crate::sweep::render_sweep_table(sw);
+    // The very cells of the terminal table.
+    let rows = crate::sweep::text::rows(sw);
     let mut s = String::from("<table><thead><tr>");
-    let headers: Vec<String> = sw
-        .axes
-        .iter()
-        .map(|a| a.path.clone())
-        .chain(["policy", "recovered", "recovery", "peak amp", "after", "wasted"].map(String::from))
-        .collect();
-    for h in &headers {
+    for h in &rows[0] {
         let _ = write!(s, "<th>{}</th>", esc(h));
     }
     s.push_str("</tr></thead><tbody>");
-    // The very cells of the terminal table, split back out of its aligned rows.
-    for line in text.lines().skip(1).take(sw.points.len()) {
+    for row in &rows[1..] {
         s.push_str("<tr>");
-        for cell in line.split("  ").map(str::trim).filter(|c| !c.is_empty()) {
+        for cell in row {
             let _ = write!(s, "<td>{}</td>", esc(cell));
         }
         s.push_str("</tr>");

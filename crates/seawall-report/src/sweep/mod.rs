@@ -50,7 +50,7 @@
 //! ```
 
 mod boundary;
-mod text;
+pub(crate) mod text;
 
 use std::collections::BTreeMap;
 

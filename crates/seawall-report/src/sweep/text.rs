@@ -4,10 +4,8 @@ use super::Sweep;
 use super::boundary::show;
 use crate::table::{pct, printable, secs, times};
 
-/// Renders a sweep as plain text: a row per grid point and policy (the swept values, how many
-/// seeds recovered, the median recovery time, peak amplification, goodput after the fault and
-/// wasted work), then one sentence per boundary found.
-pub fn render_sweep_table(sweep: &Sweep) -> String {
+/// The table's cells, header first: the very cells the HTML page shows.
+pub(crate) fn rows(sweep: &Sweep) -> Vec<Vec<String>> {
     let mut header: Vec<String> = sweep.axes.iter().map(|a| printable(&a.path)).collect();
     let fixed = ["policy", "recovered", "recovery", "peak amp", "after", "wasted"];
     header.extend(fixed.iter().map(|s| s.to_string()));
@@ -33,6 +31,14 @@ pub fn render_sweep_table(sweep: &Sweep) -> String {
         ]);
         rows.push(row);
     }
+    rows
+}
+
+/// Renders a sweep as plain text: a row per grid point and policy (the swept values, how many
+/// seeds recovered, the median recovery time, peak amplification, goodput after the fault and
+/// wasted work), then one sentence per boundary found.
+pub fn render_sweep_table(sweep: &Sweep) -> String {
+    let rows = rows(sweep);
     let cols = rows[0].len();
     let mut widths = vec![0usize; cols];
     for row in &rows {
