@@ -133,6 +133,16 @@ pub(crate) fn show(v: f64) -> String {
     json_number((v * 1000.0).round() / 1000.0).to_string()
 }
 
+/// An estimate, rounded to what it can claim: 0.1 at 10 and above, three significant digits
+/// below (`149.3`, `2.35`).
+fn approx(v: f64) -> String {
+    if !v.is_finite() || v == 0.0 {
+        return show(v);
+    }
+    let step = if v.abs() >= 10.0 { 0.1 } else { 10f64.powf(v.abs().log10().floor() - 2.0) };
+    json_number(((v / step).round() * step * 1e9).round() / 1e9).to_string()
+}
+
 fn words(
     policy: &str,
     path: &str,
@@ -168,7 +178,7 @@ fn words(
             format!(
                 "{policy} heals by itself {what}{side} ≈ {}{unit}{with} (every seed recovers at \
                  {what}{} {}, none at {} {})",
-                show(v),
+                approx(v),
                 cmp(true),
                 show(yes),
                 cmp(false),
@@ -211,6 +221,14 @@ mod tests {
         let b = line(&[(140.0, 1.0), (150.0, 1.0), (160.0, 1.0 / 3.0), (170.0, 0.0)]);
         // A third of the seeds still healing at 160 pulls the estimate towards it.
         assert_eq!(b.value, Some(157.5));
+    }
+
+    #[test]
+    fn estimates_are_rounded_to_what_they_can_claim() {
+        assert_eq!(approx(149.333_333), "149.3");
+        assert_eq!(approx(155.0), "155");
+        assert_eq!(approx(2.3456), "2.35");
+        assert_eq!(approx(0.012_34), "0.0123");
     }
 
     #[test]
