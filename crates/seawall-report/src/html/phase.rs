@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::{esc, page, svg::short};
+use super::{esc, page_from, svg::short};
 use crate::sweep::{Boundary, BoundaryKind, Point, Sweep};
 use crate::table;
 
@@ -50,7 +50,7 @@ pub fn render_sweep_html(sweep: &Sweep) -> String {
     s.push_str("</div>");
     s.push_str(&how_to_read());
     s.push_str("</section>");
-    page(&format!("seawall sweep · {}", sweep.scenario), &s)
+    page_from(&format!("seawall sweep · {}", sweep.scenario), &s, "sweep.json")
 }
 
 fn header(sw: &Sweep) -> String {
@@ -329,10 +329,10 @@ fn how_to_read() -> String {
              PATH=VALUE --seed SEED --policy NAME` runs it again, figure for figure.",
         ),
     ];
-    let mut s = String::from(r#"<dl class="howto"><h2 class="sec">How to read this</h2>"#);
+    let mut s = String::from(r#"<aside class="howto"><h2 class="sec">How to read this</h2><dl>"#);
     for (k, v) in items {
         let _ = write!(s, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(v));
     }
-    s.push_str("</dl>");
+    s.push_str("</dl></aside>");
     s
 }
