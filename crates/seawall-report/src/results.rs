@@ -129,6 +129,10 @@ pub struct Summary {
     pub recovered: bool,
     /// See [`Run::recovery_s`].
     pub recovery_s: Option<f64>,
+    /// Seconds from the fault's end to the first second of the healthy stretch that lasts to
+    /// the end of the run, by the per-second rule alone; `Some` beside `recovered == false`
+    /// means the run healed only after losing most of its post-fault requests ("healed late").
+    pub healthy_from_s: Option<f64>,
     /// See [`Run::goodput_before`].
     pub goodput_before: f64,
     /// See [`Run::goodput_during`].
@@ -184,6 +188,7 @@ pub fn summarize(series: &Series, fault: Option<&Fault>) -> Summary {
         }
     }
     let after = g(2);
+    let healthy_from_s = fault.and(recovery_at).map(|t| (t - fe).max(0.0));
     let (recovered, recovery_s) = match fault {
         // Weighted by requests, not seconds: most post-fault requests must have been answered.
         Some(_) if after < MOST * before || !after.is_finite() => (false, None),
@@ -201,6 +206,7 @@ pub fn summarize(series: &Series, fault: Option<&Fault>) -> Summary {
     Summary {
         recovered,
         recovery_s,
+        healthy_from_s,
         goodput_before: before,
         goodput_during: g(1),
         goodput_after: after,
@@ -261,6 +267,7 @@ mod tests {
         assert!(sum.goodput_after < 0.5 * sum.goodput_before, "{}", sum.goodput_after);
         assert!(!sum.recovered);
         assert_eq!(sum.recovery_s, None);
+        assert_eq!(sum.healthy_from_s, Some(1.0), "healed, but late");
         // The same herd answered in full is recovery.
         s.goodput_rps[4] = 10_000.0;
         assert!(summarize(&s, Some(&fault())).recovered);

@@ -9,6 +9,7 @@ fn seed_run(seed: u64, recovered: bool, recovery_s: f64) -> SeedRun {
         seed,
         recovered,
         recovery_s: recovered.then_some(recovery_s),
+        healthy_from_s: recovered.then_some(recovery_s),
         peak_amplification: 2.0,
         goodput_before: 1.0,
         goodput_during: 0.0,
@@ -66,6 +67,22 @@ fn a_strip_has_a_cell_per_point_and_the_boundary_in_words_and_drawn() {
     assert!(html.contains(">1/2<"), "the split point says how many seeds healed");
     let table = render_sweep_table(&s);
     assert!(table.contains("150  naive   1/2"), "{table}");
+}
+
+#[test]
+fn healed_late_is_told_apart_from_stuck() {
+    let mut s = sweep(false);
+    // 160 QPS: both seeds healthy by the end, but after losing most post-fault requests.
+    for r in &mut s.points[3].runs {
+        r.healthy_from_s = Some(30.0);
+    }
+    s.points[3] =
+        Point::new(s.points[3].at.clone().into_iter().collect(), "naive", s.points[3].runs.clone());
+    assert_eq!((s.points[3].recovered_seeds, s.points[3].late_seeds), (0, 2));
+    let html = render_sweep_html(&s);
+    assert!(html.contains(">late<") && html.contains("healed late"));
+    let table = render_sweep_table(&s);
+    assert!(table.contains("0/2 (2 late)") && table.contains("a longer --duration"), "{table}");
 }
 
 #[test]

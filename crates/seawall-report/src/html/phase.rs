@@ -13,6 +13,7 @@ const FAST: (f64, f64, f64) = (0.0, 158.0, 115.0);
 const SLOW: (f64, f64, f64) = (200.0, 232.0, 208.0);
 const MIXED: &str = "#E69F00";
 const STUCK: &str = "#D55E00";
+const LATE: &str = "#F0E442";
 const LABEL_W: f64 = 96.0;
 
 /// Renders a sweep as one self-contained HTML page (inline CSS and SVG, no script):
@@ -93,6 +94,9 @@ fn header(sw: &Sweep) -> String {
 /// A cell's fill: recovered in every seed shaded by recovery time, some seeds, or none.
 fn fill(p: &Point, slowest: f64) -> String {
     let share = p.share();
+    if share <= 0.0 && p.late_seeds > 0 {
+        return LATE.into();
+    }
     if share <= 0.0 {
         return STUCK.into();
     }
@@ -107,7 +111,9 @@ fn fill(p: &Point, slowest: f64) -> String {
 /// What a cell says: its recovery time, its seeds' split, or ✗.
 fn label(p: &Point) -> String {
     let n = p.runs.len();
-    if p.recovered_seeds == 0 {
+    if p.recovered_seeds == 0 && p.late_seeds > 0 {
+        "late".into()
+    } else if p.recovered_seeds == 0 {
         "✗".into()
     } else if p.recovered_seeds < n {
         format!("{}/{n}", p.recovered_seeds)
@@ -159,11 +165,12 @@ fn diagram(sw: &Sweep, points: &[&Point], bounds: &[&Boundary], slowest: f64) ->
         };
         let (x, y) = cell_at(ix, iy);
         let tip = format!(
-            "{}: {} of {} seeds recovered{}; peak amplification {}; goodput after {}",
+            "{}: {} of {} seeds recovered{}, {} healed late; peak amplification {}; goodput after {}",
             p.at.iter().map(|(k, v)| format!("{k} = {}", short(*v))).collect::<Vec<_>>().join(", "),
             p.recovered_seeds,
             p.runs.len(),
             p.recovery_s.map_or(String::new(), |r| format!(" (median {})", table::secs(r))),
+            p.late_seeds,
             table::times(p.peak_amplification),
             table::pct(p.goodput_after),
         );
@@ -176,7 +183,9 @@ fn diagram(sw: &Sweep, points: &[&Point], bounds: &[&Boundary], slowest: f64) ->
             esc(&tip)
         );
         if cw >= 24.0 {
-            let dark = p.share() < 1.0 || p.recovery_s.unwrap_or(0.0) < 0.5 * slowest;
+            // White on the dark fills, ink on the pale ones (slow recoveries, healed late).
+            let late = p.recovered_seeds == 0 && p.late_seeds > 0;
+            let dark = !late && (p.share() < 1.0 || p.recovery_s.unwrap_or(0.0) < 0.5 * slowest);
             let _ = write!(
                 s,
                 r#"<text class="cl{}" x="{:.1}" y="{:.1}">{}</text>"#,
@@ -276,10 +285,11 @@ fn legend(slowest: f64) -> String {
     let slow = format!("#{:02X}{:02X}{:02X}", SLOW.0 as u8, SLOW.1 as u8, SLOW.2 as u8);
     let fast = format!("#{:02X}{:02X}{:02X}", FAST.0 as u8, FAST.1 as u8, FAST.2 as u8);
     format!(
-        r#"<p class="legend phase-key">{}{}{}{}<span><i class="sw edge-key"></i>boundary (half the seeds recover)</span></p>"#,
+        r#"<p class="legend phase-key">{}{}{}{}{}<span><i class="sw edge-key"></i>boundary (half the seeds recover)</span></p>"#,
         swatch(&fast, "recovered at once (label: median recovery time)"),
         swatch(&slow, &format!("recovered slowly ({} or more)", table::secs(slowest))),
         swatch(MIXED, "some seeds recovered (label: how many)"),
+        swatch(LATE, "healed late: most requests after the fault lost (run longer to judge)"),
         swatch(STUCK, "stays down in every seed (✗)"),
     )
 }

@@ -19,6 +19,7 @@
 //!     seed: 1,
 //!     recovered: rate < 155.0,
 //!     recovery_s: (rate < 155.0).then_some(2.0),
+//!     healthy_from_s: (rate < 155.0).then_some(2.0),
 //!     peak_amplification: 2.0,
 //!     goodput_before: 1.0,
 //!     goodput_during: 0.0,
@@ -79,6 +80,10 @@ pub struct SeedRun {
     pub recovered: bool,
     /// See [`Run::recovery_s`](crate::Run::recovery_s).
     pub recovery_s: Option<f64>,
+    /// See [`Summary::healthy_from_s`](crate::Summary::healthy_from_s): `Some` while
+    /// `recovered` is false means it healed late, after losing most post-fault requests.
+    #[serde(default)]
+    pub healthy_from_s: Option<f64>,
     /// See [`Run::peak_amplification`](crate::Run::peak_amplification).
     pub peak_amplification: f64,
     /// See [`Run::goodput_before`](crate::Run::goodput_before).
@@ -104,6 +109,10 @@ pub struct Point {
     pub recovered: bool,
     /// How many seeds recovered.
     pub recovered_seeds: usize,
+    /// How many seeds healed late: every second healthy by the end of the run, but most
+    /// requests after the fault lost (a longer run may call them recovered).
+    #[serde(default)]
+    pub late_seeds: usize,
     /// Median recovery time over the seeds that recovered; `None` if none did.
     pub recovery_s: Option<f64>,
     /// Mean over the seeds.
@@ -124,6 +133,7 @@ impl Point {
         let n = runs.len().max(1) as f64;
         let mean = |f: fn(&SeedRun) -> f64| runs.iter().map(f).sum::<f64>() / n;
         let recovered_seeds = runs.iter().filter(|r| r.recovered).count();
+        let late_seeds = runs.iter().filter(|r| !r.recovered && r.healthy_from_s.is_some()).count();
         let mut times: Vec<f64> = runs
             .iter()
             .filter(|r| r.recovered)
@@ -141,6 +151,7 @@ impl Point {
             policy: policy.to_string(),
             recovered: !runs.is_empty() && 2 * recovered_seeds > runs.len(),
             recovered_seeds,
+            late_seeds,
             recovery_s,
             peak_amplification: mean(|r| r.peak_amplification),
             goodput_during: mean(|r| r.goodput_during),

@@ -16,11 +16,16 @@ pub(crate) fn rows(sweep: &Sweep) -> Vec<Vec<String>> {
             .iter()
             .map(|a| p.at.get(&a.path).map_or_else(|| "—".to_string(), |v| show(*v)))
             .collect();
-        let recovered = match p.runs.len() {
+        let mut recovered = match p.runs.len() {
             1 if p.recovered => "yes".to_string(),
             1 => "no".to_string(),
             n => format!("{}/{n}", p.recovered_seeds),
         };
+        match (p.late_seeds, p.runs.len()) {
+            (0, _) => {}
+            (_, 1) => recovered.push_str(" (late)"),
+            (k, _) => recovered.push_str(&format!(" ({k} late)")),
+        }
         row.extend([
             printable(&p.policy),
             recovered,
@@ -70,6 +75,12 @@ pub fn render_sweep_table(sweep: &Sweep) -> String {
             "\n{} seeds per point; recovery is the median over the seeds that recovered.\n",
             sweep.seeds
         ));
+    }
+    if sweep.points.iter().any(|p| p.late_seeds > 0) {
+        out.push_str(
+            "\nlate: healed by the end of the run, but only after losing most of the requests \
+             after the fault; a longer --duration shows whether it recovers.\n",
+        );
     }
     out.push('\n');
     for b in &sweep.boundaries {
