@@ -19,6 +19,9 @@ fn a_refused_reconnect_herd_is_not_recovery() {
         fixed.goodput_after
     );
     assert_eq!(fixed.recovery_s, None);
+    // It did heal — late, after losing most requests — and the table says so.
+    let table = seawall_report::render_table(&r);
+    assert!(table.lines().nth(1).unwrap().starts_with("fixed-1s    no (late)"), "{table}");
     // The same herd spread over 60 s is answered, and reads recovered.
     assert!(jitter.recovered && jitter.goodput_after > 0.9, "{}", jitter.goodput_after);
 }

@@ -63,6 +63,10 @@ pub(super) fn verdict(col: &Col<'_>) -> (bool, String) {
             Some(s) => (true, format!("recovered {} after the fault", nb(table::secs(s)))),
             None => (true, "recovered after the fault".into()),
         },
+        (Some(_), false) if table::healed_late(run, col.fault) => (
+            false,
+            format!("healed only after losing most requests — goodput {after} after the fault"),
+        ),
         (Some(_), false) if run.goodput_after < 0.5 || !run.goodput_after.is_finite() => {
             (false, format!("stays down — goodput {after} after the fault"))
         }
