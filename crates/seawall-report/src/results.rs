@@ -14,7 +14,8 @@
 //!   5 M reconnects refused within one second is one bad second but 94 % of the requests after
 //!   the fault; a per-second rule alone called that run "recovered in 1.0 s". The verdict is
 //!   about the run as simulated: a system that heals only late in a short after-window (most of
-//!   its post-fault requests lost) reads "did not recover" until the run is long enough;
+//!   its post-fault requests lost) reads "did not recover" until the run is long enough
+//!   ([`Summary::healthy_from_s`] tells that case apart: the table shows "no (late)");
 //! - *amplification* is attempts reaching the bottom tier per edge request in the same second;
 //!   `peak_amplification` is its maximum over the fault and after it.
 
