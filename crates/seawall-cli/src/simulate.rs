@@ -8,6 +8,8 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use seawall_sim::{PolicySpec, catalog, policy::PRESETS};
 
+mod sweep;
+
 /// Arguments of `seawall simulate`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -26,7 +28,18 @@ pub(crate) struct Args {
     /// Override a scenario field by dotted path, e.g. --set edge.rate=140 (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
-    /// Folder for results.json and report.html [default: out/SCENARIO].
+    /// Run a grid instead of one run: PATH=START..END:STEP or PATH=V1,V2,… over any --set path,
+    /// e.g. --sweep edge.rate=100..300:10 (repeat once more for a 2-D grid).
+    #[arg(long = "sweep", value_name = "PATH=RANGE")]
+    sweeps: Vec<String>,
+    /// Seeds per grid point, so the boundary comes with its uncertainty (with --sweep).
+    #[arg(long, value_name = "K", requires = "sweeps",
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    seeds: Option<u32>,
+    /// Threads running the grid [default: the machine's cores] (with --sweep).
+    #[arg(long, value_name = "N", requires = "sweeps")]
+    jobs: Option<std::num::NonZeroUsize>,
+    /// Folder for results.json and report.html [default: out/SCENARIO, out/SCENARIO-sweep].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Print results.json to stdout instead of the table.
@@ -45,6 +58,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut sets = args.sets.clone();
     if let Some(d) = args.duration {
         sets.push(format!("duration_s={d}"));
+    }
+    if !args.sweeps.is_empty() {
+        return sweep::run(&args, &sets);
     }
     let scenario = seawall_sim::load(&args.scenario, &sets)?;
     let policies =
@@ -74,7 +90,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         let (j, h) = (json_path.display(), html_path.display());
         format!("{}wrote {j} and {h}\n", seawall_report::render_table(&results))
     };
-    // A closed pipe (`| head`) is the reader's choice, not an error.
+    print(&text)
+}
+
+/// Writes `text` to stdout; a closed pipe (`| head`) is the reader's choice, not an error.
+fn print(text: &str) -> anyhow::Result<ExitCode> {
     match std::io::stdout().lock().write_all(text.as_bytes()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
         _ => Ok(ExitCode::SUCCESS),

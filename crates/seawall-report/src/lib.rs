@@ -1,12 +1,15 @@
 //! The results of a simulation or a lab run, and the report people read.
 //!
 //! `seawall simulate` and `seawall lab` produce the same [`Results`], so the two can be laid side
-//! by side: same JSON (`results.json`), same terminal table, same HTML report.
+//! by side: same JSON (`results.json`), same terminal table, same HTML report. A sweep
+//! (`seawall simulate --sweep`) has its own [`sweep::Sweep`] (`sweep.json`), table and page, a
+//! phase diagram of recovered and stuck over the grid with the boundary found.
 #![warn(missing_docs)]
 
 pub mod results;
+pub mod sweep;
 
-pub use html::{render_html, render_html_compare};
+pub use html::{render_html, render_html_compare, render_sweep_html};
 pub use results::{Fault, Results, Run, Series, Source, Summary, summarize};
 pub use table::render_table;
 pub mod html;

@@ -3,7 +3,7 @@
 //! The HTML report's summary table shows the very same cells (`summary_rows`), so a number
 //! read in the terminal can be found again, character for character, in the report.
 
-use crate::{Results, Run};
+use crate::{Fault, Results, Run, summarize};
 
 /// Column headers of the summary, left to right.
 pub(crate) const HEADERS: [&str; 8] = [
@@ -27,10 +27,9 @@ const MAX_NAME: usize = 20;
 /// work. Without a fault, "recovered" means "healthy throughout" and the during / after columns
 /// show `—`. An empty `results.runs` gives just the header line.
 pub fn render_table(results: &Results) -> String {
-    let has_fault = results.fault.is_some();
     let mut rows: Vec<[String; 8]> = vec![HEADERS.map(String::from)];
     for run in &results.runs {
-        let mut row = summary_row(run, has_fault);
+        let mut row = summary_row(run, results.fault.as_ref());
         row[0] = clip(&row[0], MAX_NAME);
         rows.push(row);
     }
@@ -63,20 +62,19 @@ pub fn render_table(results: &Results) -> String {
 
 /// The summary cells of every run, in [`HEADERS`] order (names unclipped, not escaped).
 pub(crate) fn summary_rows(results: &Results) -> Vec<[String; 8]> {
-    let has_fault = results.fault.is_some();
-    results.runs.iter().map(|r| summary_row(r, has_fault)).collect()
+    results.runs.iter().map(|r| summary_row(r, results.fault.as_ref())).collect()
 }
 
 /// One run's summary cells, in [`HEADERS`] order.
-pub(crate) fn summary_row(run: &Run, has_fault: bool) -> [String; 8] {
-    let (during, after) = if has_fault {
+pub(crate) fn summary_row(run: &Run, fault: Option<&Fault>) -> [String; 8] {
+    let (during, after) = if fault.is_some() {
         (pct(run.goodput_during), pct(run.goodput_after))
     } else {
         ("—".to_string(), "—".to_string())
     };
     [
         printable(&run.policy),
-        recovered(run, has_fault),
+        recovered(run, fault),
         times(run.peak_amplification),
         number(run.attempts_per_call, 2),
         pct(run.goodput_before),
@@ -86,13 +84,28 @@ pub(crate) fn summary_row(run: &Run, has_fault: bool) -> [String; 8] {
     ]
 }
 
-/// "yes, 1.8 s" / "yes" / "no".
-pub(crate) fn recovered(run: &Run, has_fault: bool) -> String {
+/// "yes, 1.8 s" / "yes" / "no" / "no (late)": healthy by the end of the run, but only after
+/// losing most of the requests after the fault.
+pub(crate) fn recovered(run: &Run, fault: Option<&Fault>) -> String {
     match (run.recovered, run.recovery_s.filter(|s| s.is_finite())) {
-        (true, Some(s)) if has_fault => format!("yes, {}", secs(s)),
+        (true, Some(s)) if fault.is_some() => format!("yes, {}", secs(s)),
         (true, _) => "yes".to_string(),
+        (false, _) if healed_late(run, fault) => "no (late)".to_string(),
         (false, _) => "no".to_string(),
     }
+}
+
+/// Not recovered, yet every second healthy by the end: most post-fault requests were lost.
+pub(crate) fn healed_late(run: &Run, fault: Option<&Fault>) -> bool {
+    let s = &run.series;
+    // `summarize` indexes these by `t`: a mismatched series (untrusted results.json) is not late.
+    let n = s.t.len();
+    !run.recovered
+        && fault.is_some()
+        && [s.goodput_rps.len(), s.edge_rps.len(), s.bottom_attempts_rps.len()]
+            .iter()
+            .all(|&l| l == n)
+        && summarize(&run.series, fault).healthy_from_s.is_some()
 }
 
 /// A fraction as a whole percentage that never rounds a little into nothing or everything.

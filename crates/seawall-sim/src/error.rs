@@ -32,6 +32,13 @@ pub enum Error {
         /// Why.
         message: String,
     },
+    /// A `--sweep PATH=RANGE` (or the sweep as a whole) is unusable.
+    Sweep {
+        /// The whole `PATH=RANGE` as given (or the flag at fault, e.g. `--seeds 0`).
+        given: String,
+        /// Why.
+        message: String,
+    },
     /// No catalog scenario of that name and no such file.
     UnknownScenario {
         /// The name asked for.
@@ -81,6 +88,8 @@ impl fmt::Display for Error {
                 write!(f, "{field}: expected {expected}, got {got}")
             }
             Error::Override { given, message } => write!(f, "--set {given}: {message}"),
+            Error::Sweep { given, message } if given.is_empty() => write!(f, "--sweep: {message}"),
+            Error::Sweep { given, message } => write!(f, "--sweep {given}: {message}"),
             Error::UnknownScenario { name, known } => write!(
                 f,
                 "no scenario `{name}` in the catalog and no such file (catalog: {})",

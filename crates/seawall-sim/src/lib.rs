@@ -34,6 +34,7 @@ pub mod error;
 pub mod policy;
 mod run;
 pub mod scenario;
+pub mod sweep;
 
 pub use engine::EngineStats;
 pub use error::Error;
@@ -43,12 +44,18 @@ pub use scenario::Scenario;
 
 /// Loads a scenario by catalog name or file path, applying `--set` overrides.
 pub fn load(name_or_path: &str, sets: &[String]) -> Result<Scenario, Error> {
+    let (file, text) = source(name_or_path)?;
+    Scenario::parse(&file, &text, sets)
+}
+
+/// A scenario's file name (for errors) and TOML text, by catalog name or file path.
+pub(crate) fn source(name_or_path: &str) -> Result<(String, String), Error> {
     if let Some(e) = catalog::get(name_or_path) {
-        return Scenario::parse(&format!("{}.toml", e.name), e.text, sets);
+        return Ok((format!("{}.toml", e.name), e.text.to_string()));
     }
     let path = std::path::Path::new(name_or_path);
     match std::fs::read_to_string(path) {
-        Ok(text) => Scenario::parse(name_or_path, &text, sets),
+        Ok(text) => Ok((name_or_path.to_string(), text)),
         Err(_) if !name_or_path.ends_with(".toml") && !path.exists() => {
             Err(Error::UnknownScenario { name: name_or_path.into(), known: catalog::names() })
         }

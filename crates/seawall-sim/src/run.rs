@@ -69,7 +69,7 @@ pub fn run_policy(
     Ok((run, stats))
 }
 
-fn fault(s: &Scenario) -> Option<Fault> {
+pub(crate) fn fault(s: &Scenario) -> Option<Fault> {
     let (start_s, end_s) = s.fault_window()?;
     let words: Vec<String> = s
         .faults

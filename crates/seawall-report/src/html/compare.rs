@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use super::{Col, columns, esc, page, text, x_max};
 use crate::table;
-use crate::{Results, Run};
+use crate::{Fault, Results, Run};
 
 /// Renders a measured run (usually `seawall lab`) beside a prediction (usually `seawall
 /// simulate` with the same parameters) as one self-contained HTML page.
@@ -37,7 +37,7 @@ pub fn render_html_compare(measured: &Results, predicted: &Results) -> String {
     body.push_str(&columns(&cols, x_max(&[measured, predicted], &cols)));
     body.push_str(r#"<section class="after"><div>"#);
     body.push_str(r#"<h2 class="sec">Measured vs predicted</h2>"#);
-    body.push_str(&gap_table(&pairs, measured.fault.is_some() || predicted.fault.is_some()));
+    body.push_str(&gap_table(&pairs, measured.fault.as_ref().or(predicted.fault.as_ref())));
     body.push_str("</div>");
     body.push_str(&text::how_to_read());
     body.push_str("</section>");
@@ -98,7 +98,7 @@ const FIGURES: [Figure; 6] = [
 ];
 
 /// Per policy: each figure measured, predicted, and measured minus predicted.
-fn gap_table(pairs: &[Pair<'_>], fault: bool) -> String {
+fn gap_table(pairs: &[Pair<'_>], fault: Option<&Fault>) -> String {
     let mut s = String::from(
         "<table><thead><tr><th>policy</th><th>figure</th><th>measured</th><th>predicted</th>\
          <th>gap</th></tr></thead><tbody>",

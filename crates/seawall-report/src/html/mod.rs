@@ -21,6 +21,7 @@
 
 mod chart;
 mod compare;
+mod phase;
 mod style;
 mod svg;
 mod text;
@@ -30,6 +31,7 @@ use std::fmt::Write;
 use crate::{Fault, Results, Run};
 
 pub use compare::render_html_compare;
+pub use phase::render_sweep_html;
 
 /// One column of the page: a run and what its charts need to know about it.
 #[derive(Debug)]
@@ -73,16 +75,22 @@ pub fn render_html(results: &Results) -> String {
     page(&format!("seawall · {}", results.scenario), &body)
 }
 
-/// The whole document around `body`.
+/// The whole document around `body`, rendered from results.json.
 fn page(title: &str, body: &str) -> String {
+    page_from(title, body, "results.json")
+}
+
+/// The whole document around `body`; `from` names the file the footer says it came from.
+fn page_from(title: &str, body: &str, from: &str) -> String {
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>{}</title><style>{}</style></head>\n<body>\n{}\n<footer>Rendered by seawall-report \
-         from results.json. The same results always give this same page.</footer>\n</body></html>\n",
+         from {}. The same results always give this same page.</footer>\n</body></html>\n",
         esc(title),
         style::CSS,
-        body
+        body,
+        esc(from)
     )
 }
 

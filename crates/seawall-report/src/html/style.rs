@@ -87,6 +87,15 @@ section.after { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2
 .howto { background: #f4f6f8; border-radius: 8px; padding: 4px 18px 10px; font-size: 14px; }
 .howto dt { font-weight: 700; margin-top: 8px; } .howto dd { margin: 0; }
 h2.sec { font-size: 18px; margin: 0 0 4px; }
+section.phase { margin: 0 0 22px; } section.phase .verdict { font-size: 18px; }
+svg.phase .cl { font-size: 11px; text-anchor: middle; fill: #1b1f24; font-weight: 600; }
+svg.phase .cl.on { fill: #fff; }
+svg.phase .xl, svg.phase .xt { text-anchor: middle; } svg.phase .yt { text-anchor: end; }
+svg.phase .xl, svg.phase .yl { font-size: 12px; font-weight: 600; fill: var(--ink); }
+svg.phase .edge { stroke: #1b1f24; stroke-width: 2.5; stroke-dasharray: 5 3; }
+svg.phase .mk { fill: #1b1f24; }
+.phase-key { margin: 0 0 8px; } .sw { display: inline-block; width: 16px; height: 12px; }
+.sw.edge-key { border-left: 3px dashed #1b1f24; width: 6px; }
 footer { margin-top: 28px; color: var(--muted); font-size: 12px; }
 @media (max-width: 900px) { section.after { grid-template-columns: 1fr; } }
 @media print {

@@ -63,6 +63,10 @@ pub(super) fn verdict(col: &Col<'_>) -> (bool, String) {
             Some(s) => (true, format!("recovered {} after the fault", nb(table::secs(s)))),
             None => (true, "recovered after the fault".into()),
         },
+        (Some(_), false) if table::healed_late(run, col.fault) => (
+            false,
+            format!("healed only after losing most requests — goodput {after} after the fault"),
+        ),
         (Some(_), false) if run.goodput_after < 0.5 || !run.goodput_after.is_finite() => {
             (false, format!("stays down — goodput {after} after the fault"))
         }
@@ -169,8 +173,10 @@ pub(super) fn how_to_read() -> String {
         (
             "Recovered",
             "Goodput per second came back to at least 90 % of its pre-fault level and stayed \
-             there to the end of the run; the seconds count from the fault's end. A storm that \
-             outlives its trigger never recovers by itself.",
+             there to the end of the run (the seconds count from the fault's end), and most \
+             requests after the fault were answered: goodput after is at least half of goodput \
+             before. So a run that refused most of a reconnect herd in one bad second does not \
+             read recovered. A storm that outlives its trigger never recovers by itself.",
         ),
         (
             "Wasted work",
