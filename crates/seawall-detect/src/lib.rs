@@ -16,9 +16,11 @@
 
 pub mod alerts;
 pub mod classifier;
+pub mod dialect;
 pub mod escape;
 pub mod names;
 pub mod prom;
+pub mod prometheus;
 pub mod sample;
 pub mod scrape;
 
