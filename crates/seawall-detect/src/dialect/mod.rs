@@ -161,9 +161,26 @@ impl fmt::Display for DialectError {
 
 impl std::error::Error for DialectError {}
 
+/// One label matcher of a selector: `name op "value"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Matcher {
+    /// The label name.
+    pub name: String,
+    /// `=`, `!=`, `=~` or `!~`.
+    pub op: &'static str,
+    /// The value as written between the quotes (escapes kept).
+    pub value: String,
+}
+
 /// Checks a selector is a list of matchers (`a="x", b=~"y.*"`) that can go inside `{…}`.
 pub fn check_selector(sel: &str) -> Result<(), DialectError> {
+    parse_matchers(sel).map(|_| ())
+}
+
+/// The matchers of a selector (see [`check_selector`]).
+pub fn parse_matchers(sel: &str) -> Result<Vec<Matcher>, DialectError> {
     let bad = |reason: &str| DialectError::Selector { selector: sel.into(), reason: reason.into() };
+    let mut out = Vec::new();
     let mut r = sel.trim();
     if r.starts_with('{') {
         return Err(bad("give the matchers without braces"));
@@ -177,9 +194,11 @@ pub fn check_selector(sel: &str) -> Result<(), DialectError> {
             return Err(bad("a matcher must start with a label name"));
         }
         r = r[name_end..].trim_start();
-        let op = ["=~", "!~", "!=", "="].into_iter().find(|op| r.starts_with(op));
-        r = r[op.ok_or_else(|| bad("expected =, !=, =~ or !~ after a label name"))?.len()..]
-            .trim_start();
+        let op = ["=~", "!~", "!=", "="]
+            .into_iter()
+            .find(|op| r.starts_with(op))
+            .ok_or_else(|| bad("expected =, !=, =~ or !~ after a label name"))?;
+        r = r[op.len()..].trim_start();
         r = r.strip_prefix('"').ok_or_else(|| bad("a label value must be in double quotes"))?;
         let mut chars = r.char_indices();
         let end = loop {
@@ -192,6 +211,7 @@ pub fn check_selector(sel: &str) -> Result<(), DialectError> {
                 Some(_) => {}
             }
         };
+        out.push(Matcher { name: name.to_string(), op, value: r[..end].to_string() });
         r = r[end + 1..].trim_start();
         if let Some(rest) = r.strip_prefix(',') {
             r = rest.trim_start();
@@ -199,7 +219,7 @@ pub fn check_selector(sel: &str) -> Result<(), DialectError> {
             return Err(bad("expected a comma between matchers"));
         }
     }
-    Ok(())
+    Ok(out)
 }
 
 /// What the classifier will ask Prometheus: one expression per signal, and the counters whose
