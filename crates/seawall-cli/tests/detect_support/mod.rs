@@ -79,8 +79,100 @@ pub(crate) fn page(path: &str, t: f64, T_FAULT: f64) -> Option<String> {
     ))
 }
 
+/// What a recorded series counts, for [`recorded`] to rewrite its value.
+#[derive(Debug, Clone, Copy)]
+enum Role {
+    /// Edge requests answered well.
+    Good,
+    /// Edge requests answered badly (edge − good).
+    Bad,
+    /// Attempts at the dependency.
+    Dep,
+    /// Attempts at the dependency beyond the logical calls (dep − edge: retries).
+    Retry,
+    /// Attempts at the dependency that failed (dep − good).
+    DepBad,
+    /// Retries refused for overflow.
+    Overflow,
+}
+
+fn role(line: &str) -> Option<Role> {
+    let has = |s: &str| line.contains(s);
+    if has("envoy_cluster_name=\"orders\"") {
+        return match line.split('{').next()? {
+            "envoy_cluster_upstream_rq_total" => Some(Role::Dep),
+            "envoy_cluster_upstream_rq_retry" => Some(Role::Retry),
+            "envoy_cluster_upstream_rq_retry_overflow" => Some(Role::Overflow),
+            "envoy_cluster_upstream_rq_xx" if has("class=\"2\"") => Some(Role::Good),
+            "envoy_cluster_upstream_rq_xx" if has("class=\"5\"") => Some(Role::DepBad),
+            _ => None,
+        };
+    }
+    if !line.starts_with("istio_requests_total{") {
+        return None;
+    }
+    let ok = has("response_code=\"200\"");
+    if has("destination_workload=\"productpage-v1\"") {
+        Some(if ok { Role::Good } else { Role::Bad })
+    } else if has("destination_workload=\"reviews-v1\"") {
+        Some(if ok { Role::Good } else { Role::DepBad })
+    } else {
+        None
+    }
+}
+
+/// A recorded Envoy or Istio page (`/envoy/storm`, `/istio/spike`, …) with the values of its
+/// call-path counters rewritten to follow the scenario; every other line exactly as recorded.
+pub(crate) fn recorded(path: &str, t: f64, fault: f64) -> Option<String> {
+    let (fixture, scenario) = path.trim_start_matches('/').split_once('/')?;
+    let text = match fixture {
+        "envoy" => include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../seawall-detect/tests/recorded/envoy.prom"
+        )),
+        "istio" => include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../seawall-detect/tests/recorded/istio.prom"
+        )),
+        _ => return None,
+    };
+    let c = |r1, r2, ramp| counter(t, fault, r1, r2, ramp);
+    let (edge, good, dep, overflow) = match scenario {
+        "storm" => {
+            (c(100.0, 100.0, 0.0), c(100.0, 0.0, 0.0), c(100.0, 400.0, 0.0), c(0.0, 50.0, 0.0))
+        }
+        "spike" => {
+            let e = c(100.0, 300.0, 4.0);
+            (e, e, e, 0.0)
+        }
+        _ => return None,
+    };
+    let mut out = String::new();
+    for line in text.lines() {
+        let value = match role(line) {
+            None => {
+                out.push_str(line);
+                out.push('\n');
+                continue;
+            }
+            Some(Role::Good) => good,
+            Some(Role::Bad) => edge - good,
+            Some(Role::Dep) => dep,
+            Some(Role::Retry) => dep - edge,
+            Some(Role::DepBad) => dep - good,
+            Some(Role::Overflow) => overflow,
+        };
+        let (series, _) = line.rsplit_once(' ')?;
+        out.push_str(&format!("{series} {}\n", value.max(0.0).round()));
+    }
+    Some(out)
+}
+
 /// An HTTP/1.1 server on 127.0.0.1 answering `page`s (and `canned` bodies for other paths by
 /// prefix); stopped when dropped.
+/// What a server answers for a path at `t` seconds, the fault at `fault` seconds.
+pub(crate) type Pages = fn(&str, f64, f64) -> Option<String>;
+
 pub(crate) struct Server {
     pub(crate) addr: String,
     pub(crate) started: Instant,
@@ -90,6 +182,13 @@ pub(crate) struct Server {
 
 impl Server {
     pub(crate) fn start(canned: Vec<(&'static str, u16, &'static str, &'static str)>) -> Server {
+        Server::with_pages(page, canned)
+    }
+
+    pub(crate) fn with_pages(
+        pages: Pages,
+        canned: Vec<(&'static str, u16, &'static str, &'static str)>,
+    ) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let stop = Arc::new(AtomicBool::new(false));
@@ -105,7 +204,7 @@ impl Server {
                 let Ok(stream) = stream else { continue };
                 let canned = canned.clone();
                 let fault = fault.load(Ordering::SeqCst) as f64 / 1000.0;
-                std::thread::spawn(move || answer(stream, started, fault, &canned));
+                std::thread::spawn(move || answer(stream, pages, started, fault, &canned));
             }
         });
         Server { addr, started, stop, fault_ms }
@@ -132,7 +231,13 @@ impl Drop for Server {
     }
 }
 
-fn answer(mut stream: TcpStream, started: Instant, fault: f64, canned: &[(&str, u16, &str, &str)]) {
+fn answer(
+    mut stream: TcpStream,
+    pages: Pages,
+    started: Instant,
+    fault: f64,
+    canned: &[(&str, u16, &str, &str)],
+) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut request_line = String::new();
@@ -142,7 +247,7 @@ fn answer(mut stream: TcpStream, started: Instant, fault: f64, canned: &[(&str, 
         header.clear();
     }
     let path = request_line.split_whitespace().nth(1).unwrap_or("/").to_string();
-    let (status, ctype, body) = match page(&path, started.elapsed().as_secs_f64(), fault) {
+    let (status, ctype, body) = match pages(&path, started.elapsed().as_secs_f64(), fault) {
         Some(p) => (200, "text/plain; version=0.0.4", p),
         None => match canned.iter().find(|(prefix, ..)| path.starts_with(prefix)) {
             Some((_, status, ctype, body)) => (*status, *ctype, body.to_string()),
