@@ -302,10 +302,17 @@ impl Drop for TempDir {
 
 impl Prometheus {
     pub(crate) fn start(target: &str, jobs: &[(&str, &str)]) -> Prometheus {
-        let dir = TempDir::new("prometheus");
+        Prometheus::start_in(TempDir::new("prometheus"), target, jobs)
+    }
+
+    /// [`Prometheus::start`] on `dir/data`, which may already hold blocks (backfilled data).
+    pub(crate) fn start_in(dir: TempDir, target: &str, jobs: &[(&str, &str)]) -> Prometheus {
         let mut cfg = String::from(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n",
         );
+        if jobs.is_empty() {
+            cfg.push_str("  []\n");
+        }
         for (job, path) in jobs {
             cfg.push_str(&format!(
                 "  - job_name: {job}\n    metrics_path: {path}\n    static_configs:\n      - targets: ['{target}']\n"
