@@ -114,6 +114,8 @@ fn simulated_scenarios_backfilled_into_prometheus() {
             "2s",
             "--interval",
             "1",
+            "--warmup",
+            warmup,
             "--from",
             &from,
             "--to",
