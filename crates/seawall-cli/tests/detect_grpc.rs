@@ -12,7 +12,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use detect_support::{Prometheus, TempDir, free_port, have, seawall, text};
+use detect_support::{Prometheus, TempDir, free_port, have, seawall, text, verdicts};
 
 /// The Python client and server; killed and reaped when dropped (and it exits by itself when
 /// its stdin closes or after its run time).
@@ -34,25 +34,7 @@ fn python_grpc_available() -> bool {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var("SEAWALL_REQUIRE_EXTERNAL").as_deref() != Ok("1"),
-            "Python grpcio + grpcio-observability are required: run .ci/setup/python-grpc.sh"
-        );
-        eprintln!("SKIPPED: Python grpcio / grpcio-observability / OpenTelemetry not installed");
-    }
-    ok
-}
-
-fn verdicts(stdout: &[u8]) -> Vec<(f64, String)> {
-    String::from_utf8_lossy(stdout)
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value =
-                serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
-            (v["t"].as_f64().unwrap(), v["verdict"].as_str().unwrap().to_string())
-        })
-        .collect()
+    detect_support::required(ok, "Python grpcio + grpcio-observability", ".ci/setup/python-grpc.sh")
 }
 
 #[test]

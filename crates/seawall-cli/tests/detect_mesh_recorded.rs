@@ -9,18 +9,7 @@ mod detect_support;
 
 use std::time::Duration;
 
-use detect_support::{Prometheus, Server, have, recorded, seawall, text};
-
-fn verdicts(stdout: &[u8]) -> Vec<(f64, String)> {
-    String::from_utf8_lossy(stdout)
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value =
-                serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
-            (v["t"].as_f64().unwrap(), v["verdict"].as_str().unwrap().to_string())
-        })
-        .collect()
-}
+use detect_support::{Prometheus, Server, have, recorded, seawall, text, verdicts};
 
 #[test]
 fn envoy_and_istio_storms_and_spikes_from_recorded_pages() {

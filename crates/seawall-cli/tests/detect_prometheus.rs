@@ -10,7 +10,7 @@ mod detect_support;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use detect_support::{Prometheus, Server, have, seawall, text};
+use detect_support::{Prometheus, Server, have, seawall, text, verdicts};
 
 fn sel(job: &str, tier: &str) -> String {
     format!("job=\"{job}\",tier=\"{tier}\"")
@@ -20,18 +20,6 @@ fn args<'a>(url: &'a str, edge: &'a str, dep: &'a str) -> Vec<&'a str> {
     let mut a = vec!["detect", "--prometheus", url, "--edge", edge, "--dependency", dep];
     a.extend(["--rate-window", "3s", "--interval", "1", "--warmup", "4", "--json"]);
     a
-}
-
-/// (t, verdict) of each JSON line.
-fn verdicts(stdout: &[u8]) -> Vec<(f64, String)> {
-    String::from_utf8_lossy(stdout)
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value =
-                serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
-            (v["t"].as_f64().unwrap(), v["verdict"].as_str().unwrap().to_string())
-        })
-        .collect()
 }
 
 fn first(vs: &[(f64, String)], kind: &str) -> Option<f64> {

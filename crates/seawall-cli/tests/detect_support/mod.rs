@@ -19,14 +19,31 @@ pub(crate) fn have(program: &str) -> bool {
         .stdout(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
+    required(found, program, ".ci/setup/prometheus.sh")
+}
+
+/// `found`, or: fail under SEAWALL_REQUIRE_EXTERNAL=1 (CI), else print that the test is skipped.
+pub(crate) fn required(found: bool, what: &str, setup: &str) -> bool {
     if !found {
         assert!(
             std::env::var("SEAWALL_REQUIRE_EXTERNAL").as_deref() != Ok("1"),
-            "{program} is required (SEAWALL_REQUIRE_EXTERNAL=1): run .ci/setup/prometheus.sh"
+            "{what} is required (SEAWALL_REQUIRE_EXTERNAL=1): run {setup}"
         );
-        eprintln!("SKIPPED: {program} is not installed (Debian package `prometheus`)");
+        eprintln!("SKIPPED: {what} is not installed (see {setup})");
     }
     found
+}
+
+/// `(t, verdict)` of each line of `detect --json`.
+pub(crate) fn verdicts(stdout: &[u8]) -> Vec<(f64, String)> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value =
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+            (v["t"].as_f64().unwrap(), v["verdict"].as_str().unwrap().to_string())
+        })
+        .collect()
 }
 
 /// A free loopback port (bound, then released for the program that will listen on it).
