@@ -123,6 +123,16 @@ fn simulated_scenarios_backfilled_into_prometheus() {
             "--json",
         ]);
         assert!(out.status.success(), "{name}: {}", text(&out));
+        if name == "bronson" {
+            // The same replay as a timeline a person reads.
+            let a = ["detect", "--prometheus", &url, "--edge", &edge, "--dependency", &dep];
+            let mut a = a.to_vec();
+            a.extend(["--rate-window", "2s", "--from", &from, "--to", &to]);
+            let t = text(&seawall(&a));
+            assert!(t.starts_with("== http://") && t.contains("(seawall)"), "{t}");
+            assert!(t.contains("retry_storm") && t.contains("edge flat"), "{t}");
+            assert!(t.contains("worst: retry_storm"), "{t}");
+        }
         let vs: Vec<(f64, String)> = String::from_utf8_lossy(&out.stdout)
             .lines()
             .map(|l| {
