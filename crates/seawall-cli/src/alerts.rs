@@ -3,7 +3,10 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use seawall_detect::alerts::{AlertConfig, grafana_dashboard, prometheus_rules};
+use seawall_detect::alerts::{AlertConfig, dialect_dashboard, dialect_rules, promtool_tests};
+use seawall_detect::dialect::{Dialect, check_selector};
+
+use crate::detect::Metrics;
 
 /// What to print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -12,6 +15,8 @@ enum Format {
     Prometheus,
     /// A Grafana dashboard (JSON model; import it, then pick the Prometheus datasource).
     Grafana,
+    /// `promtool test rules` unit tests of the rules (a storm fires each alert, a spike none).
+    PromtoolTest,
 }
 
 /// Arguments of `seawall alerts`.
@@ -20,6 +25,21 @@ pub(crate) struct Args {
     /// Rules for Prometheus, or a dashboard for Grafana.
     #[arg(long, value_enum, default_value_t = Format::Prometheus)]
     format: Format,
+    /// Which metric names the stack exports (rules on gRPC's, Envoy's, Istio's or OTel HTTP's
+    /// names; `seawall detect --explain --metrics …` prints the queries).
+    #[arg(long, value_enum, value_name = "DIALECT", default_value_t = Metrics::Seawall)]
+    metrics: Metrics,
+    /// Label matchers of the edge's series (other dialects than seawall), e.g.
+    /// `destination_workload="gateway"`. Default for istio: `destination_workload="edge"`, for
+    /// otel-http: `job="edge"`.
+    #[arg(long, value_name = "MATCHERS", default_value = "")]
+    edge: String,
+    /// Label matchers of the dependency's series (other dialects than seawall).
+    #[arg(long, value_name = "MATCHERS", default_value = "")]
+    dependency: String,
+    /// The rule file a `--format promtool-test` file loads (relative to the test file).
+    #[arg(long, value_name = "FILE", default_value = "rules.yml")]
+    rule_file: String,
     /// The Prometheus `job` label of the edge service.
     #[arg(long, value_name = "JOB", default_value = "edge")]
     edge_job: String,
@@ -42,15 +62,31 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             anyhow::bail!("job name {job:?}: use letters, digits and _-.:/ only");
         }
     }
+    check_selector(&args.edge)?;
+    check_selector(&args.dependency)?;
+    let dialect = args.metrics.dialect();
+    // Two services at two ends of the path need telling apart: name them when the user did not.
+    let default = |given: String, label: &str, tier: &str| match dialect {
+        _ if !given.is_empty() => given,
+        Dialect::Istio => format!("destination_workload=\"{tier}\""),
+        Dialect::OtelHttp => format!("{label}=\"{tier}\""),
+        _ => given,
+    };
     let cfg = AlertConfig {
+        edge: default(args.edge, "job", "edge"),
+        dependency: default(args.dependency, "job", "dependency"),
+        dialect,
         edge_job: args.edge_job,
         dependency_job: args.dependency_job,
         caller_timeout_s: args.caller_timeout,
         ..AlertConfig::default()
     };
     let mut text = match args.format {
-        Format::Prometheus => prometheus_rules(&cfg),
-        Format::Grafana => grafana_dashboard(&cfg),
+        Format::Prometheus => dialect_rules(&cfg),
+        Format::Grafana => dialect_dashboard(&cfg),
+        Format::PromtoolTest => {
+            promtool_tests(&cfg, &args.rule_file).map_err(|e| anyhow::anyhow!("{e}"))?
+        }
     };
     if !text.ends_with('\n') {
         text.push('\n');

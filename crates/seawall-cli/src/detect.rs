@@ -7,6 +7,35 @@ use anyhow::Context;
 use seawall_detect::{Classifier, Thresholds, Verdict, VerdictKind};
 
 mod live;
+mod prometheus;
+
+/// The metric family on the command line (`--metrics`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Metrics {
+    /// seawall's own layers (`seawall_…`).
+    Seawall,
+    /// gRPC's OpenTelemetry metrics (gRFC A66): `grpc_client_attempt_started_total`, ….
+    Grpc,
+    /// Envoy's cluster statistics: `envoy_cluster_upstream_rq_total`, ….
+    Envoy,
+    /// Istio's `istio_requests_total`.
+    Istio,
+    /// OpenTelemetry HTTP semantic conventions: `http_{client,server}_request_duration_seconds`.
+    OtelHttp,
+}
+
+impl Metrics {
+    pub(crate) fn dialect(self) -> seawall_detect::dialect::Dialect {
+        use seawall_detect::dialect::Dialect;
+        match self {
+            Metrics::Seawall => Dialect::Seawall,
+            Metrics::Grpc => Dialect::Grpc,
+            Metrics::Envoy => Dialect::Envoy,
+            Metrics::Istio => Dialect::Istio,
+            Metrics::OtelHttp => Dialect::OtelHttp,
+        }
+    }
+}
 
 /// Arguments of `seawall detect`.
 #[derive(Debug, clap::Args)]
@@ -16,16 +45,48 @@ pub(crate) struct Args {
     #[arg(
         long,
         value_name = "FILE",
-        required_unless_present = "scrape",
-        conflicts_with = "scrape"
+        required_unless_present_any = ["scrape", "prometheus", "explain"],
+        conflicts_with_all = ["scrape", "prometheus"]
     )]
     replay: Option<PathBuf>,
     /// Watch live: the Prometheus endpoints of a call path, in call order — the edge first, the
     /// dependency under watch last (e.g. `--scrape http://edge:9000/metrics
     /// http://db-proxy:9100/metrics`). A URL without a path gets `/metrics`.
-    #[arg(long, value_name = "URL", num_args = 1..)]
+    #[arg(long, value_name = "URL", num_args = 1.., conflicts_with = "prometheus")]
     scrape: Vec<String>,
-    /// Seconds between scrapes (live only).
+    /// Ask a Prometheus server (`http://host:9090`): instant queries every interval (live), or
+    /// range queries over `--last` / `--from`..`--to` (replay of a past window).
+    #[arg(long, value_name = "URL")]
+    prometheus: Option<String>,
+    /// Which metric names the stack exports (`--explain` prints the queries).
+    #[arg(long, value_enum, value_name = "DIALECT", default_value_t = Metrics::Seawall)]
+    metrics: Metrics,
+    /// Label matchers picking the edge's series, e.g. `job="gateway"` (no braces).
+    #[arg(long, value_name = "MATCHERS", default_value = "")]
+    edge: String,
+    /// Label matchers picking the dependency's series, e.g. `envoy_cluster_name="orders"`.
+    #[arg(long, value_name = "MATCHERS", default_value = "")]
+    dependency: String,
+    /// Replace one signal's PromQL: `NAME=EXPR`, NAME one of edge, dependency, goodput,
+    /// overflow, queue_age (repeatable).
+    #[arg(long = "query", value_name = "NAME=PROMQL")]
+    queries: Vec<String>,
+    /// The window of every `rate(…[W])` (at least two of Prometheus's scrape intervals).
+    #[arg(long, value_name = "DURATION", default_value = "1m")]
+    rate_window: String,
+    /// Replay the last DURATION (e.g. `1h`, `90m`) from Prometheus instead of watching.
+    #[arg(long, value_name = "DURATION", requires = "prometheus", conflicts_with_all = ["from", "to"])]
+    last: Option<String>,
+    /// Replay from this instant (RFC 3339, e.g. 2026-03-01T09:00:00Z).
+    #[arg(long, value_name = "RFC3339", requires_all = ["prometheus", "to"])]
+    from: Option<String>,
+    /// Replay up to this instant (RFC 3339).
+    #[arg(long, value_name = "RFC3339", requires = "from")]
+    to: Option<String>,
+    /// Print the PromQL each signal is read with (and what the dialect lacks), then exit.
+    #[arg(long)]
+    explain: bool,
+    /// Seconds between scrapes or queries (live), or between points (Prometheus replay).
     #[arg(long, value_name = "S", default_value_t = 1.0)]
     interval: f64,
     /// Stop after this many intervals (live only; default: until Ctrl-C).
@@ -51,6 +112,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--warmup must be a non-negative number of seconds");
     }
     let thresholds = Thresholds { warmup_s: args.warmup, ..Thresholds::default() };
+    if args.prometheus.is_some() || args.explain {
+        return prometheus::run(&args, thresholds);
+    }
     let Some(path) = args.replay.clone() else {
         return live::run(&args, thresholds);
     };
@@ -98,15 +162,41 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// One interval of a timeline: judged, or not judged because its data cannot be trusted.
+#[derive(Debug)]
+pub(super) enum Entry {
+    /// The classifier's verdict.
+    Judged(Verdict),
+    /// Not judged: when, and why.
+    Unsure { t: f64, why: String },
+}
+
 /// The timeline: one line per change of verdict, with its evidence, then the worst verdict.
 fn timeline(name: &str, verdicts: &[Verdict]) -> String {
+    let entries: Vec<Entry> = verdicts.iter().cloned().map(Entry::Judged).collect();
+    timeline_of(name, &entries)
+}
+
+/// [`timeline`] with unsure intervals: each run of them is one `unsure` line with its reason.
+pub(super) fn timeline_of(name: &str, entries: &[Entry]) -> String {
     let mut out = format!("== {name}\n");
-    let mut last = None;
-    for v in verdicts {
-        if last == Some(v.verdict) {
+    let mut last: Option<String> = None;
+    for entry in entries {
+        let key = match entry {
+            Entry::Judged(v) => v.verdict.as_str().to_string(),
+            Entry::Unsure { why, .. } => format!("unsure {why}"),
+        };
+        if last.as_ref() == Some(&key) {
             continue;
         }
-        last = Some(v.verdict);
+        last = Some(key);
+        let v = match entry {
+            Entry::Judged(v) => v,
+            Entry::Unsure { t, why } => {
+                out.push_str(&format!("t={t:>6.0}s  {:<14} · {why}\n", "unsure"));
+                continue;
+            }
+        };
         out.push_str(&format!(
             "t={:>6.0}s  {:<14} edge {:>7.1} rps ({:.2}× baseline)  attempts/call {:>5.2}  goodput {:>3.0} %\n",
             v.t,
@@ -128,7 +218,11 @@ fn timeline(name: &str, verdicts: &[Verdict]) -> String {
         VerdictKind::Recovering => 1,
         _ => 0,
     };
-    let worst = verdicts.iter().rev().max_by_key(|v| rank(v.verdict));
+    let judged = entries.iter().filter_map(|e| match e {
+        Entry::Judged(v) => Some(v),
+        Entry::Unsure { .. } => None,
+    });
+    let worst = judged.rev().max_by_key(|v| rank(v.verdict));
     if let Some(w) = worst {
         out.push_str(&format!("worst: {} at t={:.0}s\n", w.verdict.as_str(), w.t));
     }

@@ -3,7 +3,11 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use anyhow::bail;
+use seawall_detect::escape::mesh::{self, MeshStep};
 use seawall_detect::escape::{self, EscapeConfig, Outcome};
+
+use crate::detect::Metrics;
 
 /// Arguments of `seawall escape`.
 #[derive(Debug, clap::Args)]
@@ -47,6 +51,26 @@ pub(crate) struct Args {
     /// The callers' timeout, seconds: a queue older than this is a regression.
     #[arg(long, value_name = "S", default_value_t = 1.0)]
     caller_timeout: f64,
+    /// Whose retries to turn off: seawall's layers (the fleet switch), or a mesh's proxies —
+    /// `istio` (VirtualService patches through kubectl) or `envoy` (runtime `upstream.use_retry`
+    /// through the admin endpoint).
+    #[arg(long, value_enum, value_name = "DIALECT", default_value_t = Metrics::Seawall)]
+    metrics: Metrics,
+    /// Istio: the VirtualService whose routes retry.
+    #[arg(long, value_name = "NAME")]
+    virtual_service: Option<String>,
+    /// Istio: its namespace.
+    #[arg(long, value_name = "NS", default_value = "default")]
+    namespace: String,
+    /// Istio: index of a route in `spec.http` to patch (repeatable).
+    #[arg(long = "route", value_name = "N", default_values_t = [0usize])]
+    routes: Vec<usize>,
+    /// Istio: the attempts to ramp back to (Istio's default is 2).
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=10))]
+    istio_attempts: u32,
+    /// Envoy: an admin listener, e.g. http://127.0.0.1:9901 (repeatable).
+    #[arg(long = "envoy-admin", value_name = "URL")]
+    envoy_admins: Vec<String>,
 }
 
 fn seconds(flag: &str, s: f64) -> anyhow::Result<Duration> {
@@ -57,6 +81,9 @@ fn seconds(flag: &str, s: f64) -> anyhow::Result<Duration> {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if matches!(args.metrics, Metrics::Istio | Metrics::Envoy) {
+        return run_mesh(&args);
+    }
     let cfg = EscapeConfig {
         redis: args.redis,
         key: args.key,
@@ -77,4 +104,66 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         Outcome::Stopped { .. } => ExitCode::from(1),
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// Retries off in the mesh, then the ramp back, one stage per `--hold`.
+fn run_mesh(args: &Args) -> anyhow::Result<ExitCode> {
+    let hold = seconds("hold", args.hold)?;
+    let (what, plan) = match args.metrics {
+        Metrics::Istio => {
+            let Some(vs) = &args.virtual_service else {
+                bail!("--metrics istio needs --virtual-service NAME");
+            };
+            let stages = mesh::istio_plan(&args.namespace, vs, &args.routes, args.istio_attempts);
+            (format!("retries.attempts of VirtualService {}/{vs}", args.namespace), stages)
+        }
+        _ => {
+            if args.envoy_admins.is_empty() {
+                bail!("--metrics envoy needs --envoy-admin URL");
+            }
+            (
+                "runtime upstream.use_retry".to_string(),
+                mesh::envoy_plan(&args.envoy_admins, &args.ramp),
+            )
+        }
+    };
+    let mode = if args.apply { "APPLY" } else { "DRY RUN (add --apply to act)" };
+    println!("seawall escape ({}) — {mode}", args.metrics.dialect().as_str());
+    let all: Vec<&MeshStep> = plan.iter().flatten().collect();
+    let mut done = 0usize;
+    for (i, stage) in plan.iter().enumerate() {
+        let title = if i == 0 {
+            format!("step 1: retries off ({what})")
+        } else {
+            format!(
+                "step {}: ramp back, stage {i} of {}; hold {:.0} s and watch `seawall detect`",
+                i + 1,
+                plan.len() - 1,
+                hold.as_secs_f64()
+            )
+        };
+        println!("{title}");
+        for step in stage {
+            println!("  {step}");
+            if !args.apply {
+                continue;
+            }
+            if let Err(e) = mesh::apply(step) {
+                println!("  FAILED: {e}");
+                println!("not done (what would have been done):");
+                for rest in &all[done..] {
+                    println!("  {rest}");
+                }
+                bail!("the mesh could not be changed: {e}");
+            }
+            done += 1;
+        }
+        if args.apply && i + 1 < plan.len() {
+            std::thread::sleep(hold);
+        }
+    }
+    if !args.apply {
+        println!("dry run: nothing was changed");
+    }
+    Ok(ExitCode::SUCCESS)
 }

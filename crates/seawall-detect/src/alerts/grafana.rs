@@ -6,7 +6,14 @@ use super::AlertConfig;
 use crate::names;
 
 /// A time-series panel at grid position (`x`, `y`), 12 wide and 8 high.
-fn panel(id: u32, title: &str, unit: &str, x: u32, y: u32, targets: &[(String, &str)]) -> Value {
+pub(super) fn panel(
+    id: u32,
+    title: &str,
+    unit: &str,
+    x: u32,
+    y: u32,
+    targets: &[(String, &str)],
+) -> Value {
     let targets: Vec<Value> = targets
         .iter()
         .zip('A'..)

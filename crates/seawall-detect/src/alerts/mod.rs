@@ -14,17 +14,31 @@
 //! 4. **oldest queued request older than the callers' timeout** — the queue holds work whose
 //!    caller has already given up (and is retrying it).
 //!
+//! For the other dialects ([`dialect_rules`]) the same alerts are written on the dialect's own
+//! names, from the queries `seawall detect --explain` prints: attempts per call (gRPC, Envoy:
+//! one client counts both calls and attempts), the dependency-to-edge ratio, and retry overflow
+//! where the dialect counts it (Envoy). Istio and OpenTelemetry HTTP count the edge and the
+//! dependency at two services, whose normal ratio is their fan-out, not 1: only the relative
+//! rule (the ratio up 1.5× in 10 minutes while the edge is flat) applies there. No dialect but
+//! seawall's exports a queue age. [`promtool_tests`] writes `promtool test rules` unit tests
+//! for any dialect: a storm series fires each alert, a traffic-spike series fires none.
+//!
 //! Thresholds are the classifier's ([`crate::Thresholds`]): 1.5× attempts, edge "flat" below
 //! 1.3× its level 10 minutes earlier. Services are told apart by the `job` label Prometheus adds
 //! at scrape time; name the edge's and the dependency's jobs in [`AlertConfig`].
 
+mod dialect;
 mod grafana;
+mod promtool;
 mod rules;
 
+pub use dialect::{dialect_dashboard, dialect_rules};
 pub use grafana::grafana_dashboard;
+pub use promtool::promtool_tests;
 pub use rules::prometheus_rules;
 
 use crate::Thresholds;
+use crate::dialect::Dialect;
 
 /// What the generated rules need to know about the deployment.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,6 +54,12 @@ pub struct AlertConfig {
     pub amplification: f64,
     /// Edge rate, relative to 10 minutes earlier, still called flat (default 1.3).
     pub edge_flat: f64,
+    /// The metric family the rules read (default [`Dialect::Seawall`]).
+    pub dialect: Dialect,
+    /// Label matchers of the edge's series for the other dialects (see [`crate::dialect`]).
+    pub edge: String,
+    /// Label matchers of the dependency's series for the other dialects.
+    pub dependency: String,
 }
 
 impl Default for AlertConfig {
@@ -51,6 +71,9 @@ impl Default for AlertConfig {
             caller_timeout_s: 1.0,
             amplification: th.amplification,
             edge_flat: th.edge_flat,
+            dialect: Dialect::Seawall,
+            edge: String::new(),
+            dependency: String::new(),
         }
     }
 }

@@ -21,6 +21,7 @@
 //! Without `apply` nothing is contacted: every step prints what it would change.
 
 mod act;
+pub mod mesh;
 mod watch;
 
 use std::fmt;

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Debian's prometheus (the server and promtool): `detect --prometheus` tests start a real server,
+# and .ci/steps/promtool.sh checks and unit-tests the generated alerting rules.
+set -euo pipefail
+if command -v prometheus >/dev/null && command -v promtool >/dev/null; then
+  exit 0
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends prometheus
+# The package starts a service on :9090 where systemd runs; the tests start their own.
+command -v systemctl >/dev/null && systemctl stop prometheus 2>/dev/null || true

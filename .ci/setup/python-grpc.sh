@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Python gRPC with gRPC's OpenTelemetry plugin and the OpenTelemetry Prometheus exporter: the
+# gRPC dialect of `detect --prometheus` is tested on the metrics a real gRPC client exports
+# (crates/seawall-detect/tests/grpc/storm.py, run by crates/seawall-cli/tests/detect_grpc.rs).
+set -euo pipefail
+py="$(command -v python3)"
+if "$py" -c 'import grpc, grpc_observability, opentelemetry.sdk.metrics, opentelemetry.exporter.prometheus' 2>/dev/null; then
+  exit 0
+fi
+pkgs=(grpcio==1.85.0 grpcio-observability==1.85.0 opentelemetry-sdk==1.45.2 opentelemetry-exporter-prometheus==0.66b2)
+# A Debian python3 is "externally managed"; a pyenv or venv one is not.
+"$py" -m pip install -q "${pkgs[@]}" || "$py" -m pip install -q --break-system-packages "${pkgs[@]}"

@@ -1,0 +1,237 @@
+//! `promtool test rules` unit tests for the generated rules: a storm series fires every alert,
+//! a traffic-spike series fires none.
+//!
+//! The series are the raw counters each dialect exports, sampled every 15 s: 30 minutes at 100
+//! requests per second, then either a **storm** (edge flat at 100/s, every call failing and
+//! tried four times: 400 attempts/s at the dependency, goodput 0, 50 retries/s refused, the
+//! oldest queued request at twice the callers' timeout) or a **spike** (edge and dependency
+//! both up to 300/s, one attempt per call, all good). Both are evaluated 4 minutes in (the
+//! rules hold 2 minutes) and the spike again at 15 minutes.
+
+use std::fmt::Write;
+
+use super::AlertConfig;
+use super::rules::Rule;
+use crate::dialect::{Dialect, parse_matchers};
+
+/// Rates of one scenario after the 30-minute baseline (the baseline is 100/s, all good).
+struct Rates {
+    edge: f64,
+    good: f64,
+    dep: f64,
+    overflow: f64,
+    queue_s: f64,
+}
+
+const STEP_S: f64 = 15.0;
+
+/// A counter at 100/s (or `base`) for 30 minutes, then at `after`/s for 20 minutes.
+fn counter(base: f64, after: f64) -> String {
+    let b = base * STEP_S;
+    format!("0+{b}x119 {}+{}x80", b * 120.0, after * STEP_S)
+}
+
+fn gauge(base: f64, after: f64) -> String {
+    format!("{base}+0x119 {after}+0x80")
+}
+
+/// `{a="x",b="y"}` from equality matchers, or why the selector cannot seed a series.
+fn labels(sel: &str, extra: &[(&str, &str)]) -> Result<String, String> {
+    let ms = parse_matchers(sel).map_err(|e| e.to_string())?;
+    let mut parts = Vec::new();
+    for m in ms {
+        if m.op != "=" {
+            return Err(format!(
+                "unit tests need `label=\"value\"` selectors, not {}{}",
+                m.name, m.op
+            ));
+        }
+        parts.push(format!("{}=\"{}\"", m.name, m.value));
+    }
+    parts.extend(extra.iter().map(|(k, v)| format!("{k}=\"{v}\"")));
+    Ok(format!("{{{}}}", parts.join(",")))
+}
+
+fn series(c: &AlertConfig, r: &Rates) -> Result<Vec<(String, String)>, String> {
+    let or = |a: &str, b: &str| if a.is_empty() { b.to_string() } else { a.to_string() };
+    let (e, d) = match c.dialect {
+        Dialect::Seawall => {
+            (format!("job=\"{}\"", c.edge_job), format!("job=\"{}\"", c.dependency_job))
+        }
+        Dialect::Grpc | Dialect::Envoy => (or(&c.edge, &c.dependency), or(&c.dependency, &c.edge)),
+        _ => (c.edge.clone(), c.dependency.clone()),
+    };
+    let l = |sel: &str, extra: &[(&str, &str)]| labels(sel, extra);
+    let s = |name: &str, labels: String, values: String| (format!("{name}{labels}"), values);
+    let bad = r.edge - r.good;
+    Ok(match c.dialect {
+        Dialect::Seawall => vec![
+            s("seawall_server_throughput_total", l(&e, &[])?, counter(100.0, r.edge)),
+            s("seawall_server_goodput_total", l(&e, &[])?, counter(100.0, r.good)),
+            s("seawall_server_throughput_total", l(&d, &[])?, counter(100.0, r.dep)),
+            s("seawall_client_call_started_total", l(&e, &[])?, counter(100.0, r.edge)),
+            s("seawall_client_attempt_started_total", l(&e, &[])?, counter(100.0, r.dep)),
+            s("seawall_client_retry_overflow_total", l(&e, &[])?, counter(0.0, r.overflow)),
+            s("seawall_server_oldest_queued_seconds", l(&d, &[])?, gauge(0.0, r.queue_s)),
+        ],
+        Dialect::Grpc => vec![
+            s(
+                "grpc_client_call_duration_seconds_count",
+                l(&e, &[("grpc_status", "OK")])?,
+                counter(100.0, r.good),
+            ),
+            s(
+                "grpc_client_call_duration_seconds_count",
+                l(&e, &[("grpc_status", "UNAVAILABLE")])?,
+                counter(0.0, bad),
+            ),
+            s("grpc_client_attempt_started_total", l(&d, &[])?, counter(100.0, r.dep)),
+        ],
+        Dialect::Envoy if e == d => vec![
+            s("envoy_cluster_upstream_rq_total", l(&d, &[])?, counter(100.0, r.dep)),
+            s("envoy_cluster_upstream_rq_retry", l(&d, &[])?, counter(0.0, r.dep - r.edge)),
+            s(
+                "envoy_cluster_upstream_rq_xx",
+                l(&d, &[("envoy_response_code_class", "2")])?,
+                counter(100.0, r.good),
+            ),
+            s(
+                "envoy_cluster_upstream_rq_xx",
+                l(&d, &[("envoy_response_code_class", "5")])?,
+                counter(0.0, r.dep - r.good),
+            ),
+            s("envoy_cluster_upstream_rq_retry_overflow", l(&d, &[])?, counter(0.0, r.overflow)),
+        ],
+        Dialect::Istio if e != d => {
+            let rep = ("reporter", "destination");
+            vec![
+                s(
+                    "istio_requests_total",
+                    l(&e, &[rep, ("response_code", "200")])?,
+                    counter(100.0, r.good),
+                ),
+                s(
+                    "istio_requests_total",
+                    l(&e, &[rep, ("response_code", "503")])?,
+                    counter(0.0, bad),
+                ),
+                s(
+                    "istio_requests_total",
+                    l(&d, &[rep, ("response_code", "200")])?,
+                    counter(100.0, r.good),
+                ),
+                s(
+                    "istio_requests_total",
+                    l(&d, &[rep, ("response_code", "503")])?,
+                    counter(0.0, r.dep - r.good),
+                ),
+            ]
+        }
+        Dialect::OtelHttp => {
+            let code = |v| [("http_response_status_code", v)];
+            vec![
+                s(
+                    "http_server_request_duration_seconds_count",
+                    l(&e, &code("200"))?,
+                    counter(100.0, r.good),
+                ),
+                s(
+                    "http_server_request_duration_seconds_count",
+                    l(&e, &code("503"))?,
+                    counter(0.0, bad),
+                ),
+                s(
+                    "http_client_request_duration_seconds_count",
+                    l(&d, &code("200"))?,
+                    counter(100.0, r.good),
+                ),
+                s(
+                    "http_client_request_duration_seconds_count",
+                    l(&d, &code("503"))?,
+                    counter(0.0, r.dep - r.good),
+                ),
+            ]
+        }
+        _ => {
+            return Err("unit tests need one Envoy cluster, or two distinct Istio workloads".into());
+        }
+    })
+}
+
+/// The labels (besides severity) and summary an alert fires with in the storm.
+fn expected(c: &AlertConfig, r: &Rule) -> (Option<String>, String) {
+    let job = match (c.dialect, r.name) {
+        (Dialect::Seawall, "SeawallRetryAmplification" | "SeawallRetryOverflowRising") => {
+            Some(c.edge_job.clone())
+        }
+        (Dialect::Seawall, "SeawallQueueOlderThanCallerTimeout") => Some(c.dependency_job.clone()),
+        _ => None,
+    };
+    let summary = r
+        .summary
+        .replace("{{ $labels.job }}", job.as_deref().unwrap_or(""))
+        .replace("{{ $value | printf \"%.2f\" }}", "4.00");
+    (job, summary)
+}
+
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// A `promtool test rules` file for the rules of `c` (read from `rule_file`, relative to the
+/// test file): the storm fires every alert, the spike none. Errors when a selector is not made
+/// of `label="value"` matchers (a series cannot be written for a regex).
+pub fn promtool_tests(c: &AlertConfig, rule_file: &str) -> Result<String, String> {
+    let rules = match c.dialect {
+        Dialect::Seawall => super::rules::seawall_rules(c),
+        _ => super::dialect::rules(c),
+    };
+    let storm = Rates {
+        edge: 100.0,
+        good: 0.0,
+        dep: 400.0,
+        overflow: 50.0,
+        queue_s: 2.0 * c.caller_timeout_s,
+    };
+    let spike = Rates { edge: 300.0, good: 300.0, dep: 300.0, overflow: 0.0, queue_s: 0.0 };
+    let mut out = format!(
+        "# Generated by `seawall alerts --metrics {} --format promtool-test`: run with\n\
+         # `promtool test rules FILE` beside the rule file.\n\
+         rule_files:\n  - {}\nevaluation_interval: 15s\ntests:\n",
+        c.dialect.as_str(),
+        quote(rule_file)
+    );
+    for (name, rates, fires, at) in
+        [("storm", &storm, true, &["34m"][..]), ("spike", &spike, false, &["34m", "45m"])]
+    {
+        let _ = writeln!(out, "  - name: {name}\n    interval: 15s\n    input_series:");
+        for (s, v) in series(c, rates)? {
+            let _ = writeln!(out, "      - series: {}\n        values: '{v}'", quote(&s));
+        }
+        let _ = writeln!(out, "    alert_rule_test:");
+        for t in at {
+            for r in &rules {
+                let _ = writeln!(out, "      - eval_time: {t}\n        alertname: {}", r.name);
+                if !fires {
+                    let _ = writeln!(out, "        exp_alerts: []");
+                    continue;
+                }
+                let (job, summary) = expected(c, r);
+                let _ = writeln!(
+                    out,
+                    "        exp_alerts:\n          - exp_labels:\n              severity: {}",
+                    r.severity
+                );
+                if let Some(j) = job {
+                    let _ = writeln!(out, "              job: {}", quote(&j));
+                }
+                let _ = writeln!(
+                    out,
+                    "            exp_annotations:\n              summary: {}",
+                    quote(&summary)
+                );
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,183 @@
+//! The table itself: each dialect's expression per signal (see the [module docs](super)).
+
+use super::{Dialect, Signal};
+use crate::names;
+
+/// A signal a dialect lacks (or a blind spot it has), and which verdicts are weaker for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Weakness {
+    /// The missing signal; `None` for a blind spot of the dialect's counting itself.
+    pub signal: Option<Signal>,
+    /// What is weaker, in a sentence.
+    pub text: &'static str,
+}
+
+/// `metric{a, b}` with the empty matchers left out.
+fn sel(metric: &str, matchers: &[&str]) -> String {
+    let m: Vec<&str> = matchers.iter().copied().filter(|m| !m.is_empty()).collect();
+    format!("{metric}{{{}}}", m.join(","))
+}
+
+fn rate(metric: &str, matchers: &[&str], w: &str) -> String {
+    format!("sum(rate({}[{w}]))", sel(metric, matchers))
+}
+
+fn resets(metrics: &[(&str, &[&str])], w: &str) -> String {
+    let parts: Vec<String> =
+        metrics.iter().map(|(m, ms)| format!("sum(resets({}[{w}]))", sel(m, ms))).collect();
+    parts.join(" + ")
+}
+
+/// `a` when empty, else itself: the other selector stands in on single-client dialects.
+fn or<'a>(s: &'a str, other: &'a str) -> &'a str {
+    if s.is_empty() { other } else { s }
+}
+
+type Pairs = Vec<(Signal, String)>;
+
+pub(super) fn build(d: Dialect, e: &str, dep: &str, w: &str) -> (Pairs, Pairs) {
+    use Signal::*;
+    match d {
+        Dialect::Seawall => {
+            let arrivals = |m: &str| {
+                format!(
+                    "{} + ({} or vector(0))",
+                    rate(names::SERVER_THROUGHPUT, &[m], w),
+                    rate(names::SERVER_REJECTED, &[m], w)
+                )
+            };
+            let q = vec![
+                (Edge, arrivals(e)),
+                (Dependency, arrivals(dep)),
+                (Goodput, rate(names::SERVER_GOODPUT, &[e], w)),
+                (Overflow, rate(names::CLIENT_RETRY_OVERFLOW, &[e], w)),
+                (QueueAge, format!("max({})", sel(names::SERVER_OLDEST_QUEUED, &[dep]))),
+            ];
+            let r = vec![
+                (Edge, resets(&[(names::SERVER_THROUGHPUT, &[e])], w)),
+                (Dependency, resets(&[(names::SERVER_THROUGHPUT, &[dep])], w)),
+                (Goodput, resets(&[(names::SERVER_GOODPUT, &[e])], w)),
+            ];
+            (q, r)
+        }
+        Dialect::Grpc => {
+            let (e, dep) = (or(e, dep), or(dep, e));
+            let calls = "grpc_client_call_duration_seconds_count";
+            let attempts = "grpc_client_attempt_started_total";
+            let q = vec![
+                (Edge, rate(calls, &[e], w)),
+                (Dependency, rate(attempts, &[dep], w)),
+                (Goodput, rate(calls, &[e, "grpc_status=\"OK\""], w)),
+            ];
+            let r = vec![
+                (Edge, resets(&[(calls, &[e])], w)),
+                (Dependency, resets(&[(attempts, &[dep])], w)),
+            ];
+            (q, r)
+        }
+        Dialect::Envoy => {
+            let (e, dep) = (or(e, dep), or(dep, e));
+            let total = "envoy_cluster_upstream_rq_total";
+            let retry = "envoy_cluster_upstream_rq_retry";
+            let q = vec![
+                (
+                    Edge,
+                    format!("{} - ({} or vector(0))", rate(total, &[e], w), rate(retry, &[e], w)),
+                ),
+                (Dependency, rate(total, &[dep], w)),
+                (
+                    Goodput,
+                    rate(
+                        "envoy_cluster_upstream_rq_xx",
+                        &[e, "envoy_response_code_class=\"2\""],
+                        w,
+                    ),
+                ),
+                (Overflow, rate("envoy_cluster_upstream_rq_retry_overflow", &[dep], w)),
+            ];
+            let r = vec![
+                (Edge, resets(&[(total, &[e]), (retry, &[e])], w)),
+                (Dependency, resets(&[(total, &[dep])], w)),
+            ];
+            (q, r)
+        }
+        Dialect::Istio => {
+            let m = "istio_requests_total";
+            let rep = "reporter=\"destination\"";
+            let q = vec![
+                (Edge, rate(m, &[rep, e], w)),
+                (Dependency, rate(m, &[rep, dep], w)),
+                (Goodput, rate(m, &[rep, e, "response_code=~\"[1-4]..\""], w)),
+            ];
+            let r = vec![
+                (Edge, resets(&[(m, &[rep, e])], w)),
+                (Dependency, resets(&[(m, &[rep, dep])], w)),
+            ];
+            (q, r)
+        }
+        Dialect::OtelHttp => {
+            let server = "http_server_request_duration_seconds_count";
+            let client = "http_client_request_duration_seconds_count";
+            let q = vec![
+                (Edge, rate(server, &[e], w)),
+                (Dependency, rate(client, &[dep], w)),
+                (Goodput, rate(server, &[e, "http_response_status_code=~\"[1-4]..\""], w)),
+            ];
+            let r = vec![
+                (Edge, resets(&[(server, &[e])], w)),
+                (Dependency, resets(&[(client, &[dep])], w)),
+            ];
+            (q, r)
+        }
+    }
+}
+
+const NO_OVERFLOW: &str = "overflow: this dialect exports no count of retries refused by a \
+    budget, so the evidence cannot say whether a budget is holding the storm back";
+const NO_QUEUE: &str = "queue_age: no oldest-queued age, so the evidence cannot say whether the \
+    dependency is serving requests whose callers have already given up";
+
+pub(super) fn weaknesses(d: Dialect) -> Vec<Weakness> {
+    use Signal::*;
+    let w = |signal, text| Weakness { signal, text };
+    match d {
+        Dialect::Seawall => vec![],
+        Dialect::Grpc => vec![
+            w(Some(Overflow), NO_OVERFLOW),
+            w(Some(QueueAge), NO_QUEUE),
+            w(
+                None,
+                "edge: gRPC counts a call when it ends, so the edge lags by a call's \
+                duration; a storm of long calls shows its amplification a little late",
+            ),
+        ],
+        Dialect::Envoy => vec![
+            w(Some(QueueAge), NO_QUEUE),
+            w(
+                None,
+                "edge: requests the application itself retried reach Envoy as new \
+                requests, so only Envoy's own retries count as amplification",
+            ),
+        ],
+        Dialect::Istio => vec![
+            w(Some(Overflow), NO_OVERFLOW),
+            w(Some(QueueAge), NO_QUEUE),
+            w(
+                None,
+                "dependency: Istio has no per-attempt count; attempts that never reached \
+                the destination's sidecar (connect failures, overflowed circuit breakers) are \
+                missing, so a storm against a dead dependency looks smaller, and retry_storm is \
+                called later",
+            ),
+        ],
+        Dialect::OtelHttp => vec![
+            w(Some(Overflow), NO_OVERFLOW),
+            w(Some(QueueAge), NO_QUEUE),
+            w(
+                None,
+                "dependency: a client library that retries below the instrumentation \
+                (inside one instrumented request) hides its attempts",
+            ),
+        ],
+    }
+}

@@ -1,0 +1,67 @@
+use super::*;
+
+#[test]
+fn selectors_are_checked() {
+    for ok in
+        ["", r#"job="gateway""#, r#"a="x", b=~"y.*",c!="q\"z""#, r#"envoy_cluster_name="orders""#]
+    {
+        check_selector(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
+    for bad in [
+        r#"{job="x"}"#,
+        r#"job=x"#,
+        r#"job="x" b="y""#,
+        r#"job="x"#,
+        r#"1a="x""#,
+        r#"job="x"}) or vector(1"#,
+        "job",
+    ] {
+        assert!(check_selector(bad).is_err(), "accepted {bad}");
+    }
+}
+
+#[test]
+fn every_dialect_has_the_required_signals_and_reset_checks() {
+    for d in Dialect::ALL {
+        let q = QuerySet::new(d, r#"job="e""#, r#"job="d""#, "30s").unwrap();
+        for s in [Signal::Edge, Signal::Dependency, Signal::Goodput] {
+            let expr = q.query(s).unwrap_or_else(|| panic!("{d:?} lacks {s:?}"));
+            assert!(expr.contains("[30s]"), "{expr}");
+        }
+        assert!(q.resets.iter().any(|(s, _)| *s == Signal::Edge), "{d:?}");
+        let explain = q.explain();
+        assert!(explain.contains(d.as_str()));
+        // A dialect that lacks a signal says what is weaker.
+        for s in Signal::ALL {
+            if q.query(s).is_none() {
+                assert!(q.weaknesses().iter().any(|w| w.signal == Some(s)), "{d:?} {s:?}");
+                assert!(explain.contains(&format!("{}: (not exported", s.as_str())));
+            }
+        }
+    }
+}
+
+#[test]
+fn single_client_dialects_share_the_selector() {
+    let q = QuerySet::new(Dialect::Envoy, "", r#"envoy_cluster_name="orders""#, "1m").unwrap();
+    assert_eq!(
+        q.query(Signal::Edge).unwrap(),
+        "sum(rate(envoy_cluster_upstream_rq_total{envoy_cluster_name=\"orders\"}[1m])) - \
+         (sum(rate(envoy_cluster_upstream_rq_retry{envoy_cluster_name=\"orders\"}[1m])) or vector(0))"
+    );
+}
+
+#[test]
+fn overrides_replace_and_drop_the_reset_check() {
+    let mut q = QuerySet::new(Dialect::Istio, "", "", "1m").unwrap();
+    q.override_with("edge=sum(rate(my_requests_total[1m]))").unwrap();
+    q.override_with("overflow = sum(rate(my_refusals_total[1m]))").unwrap();
+    assert_eq!(q.query(Signal::Edge), Some("sum(rate(my_requests_total[1m]))"));
+    assert!(!q.resets.iter().any(|(s, _)| *s == Signal::Edge));
+    assert!(!q.weaknesses().iter().any(|w| w.signal == Some(Signal::Overflow)));
+    assert!(q.explain().contains("edge (--query)"));
+    assert!(q.override_with("edges=x").is_err());
+    assert!(q.override_with("edge=").is_err());
+    assert!(q.override_with("edge").is_err());
+    assert!(QuerySet::new(Dialect::Grpc, "", "", "1 minute").is_err());
+}
