@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Debian's prometheus (the server and promtool): `detect --prometheus` tests start a real server,
-# and .ci/steps/promtool.sh checks and unit-tests the generated alerting rules.
+# the alert tests run promtool check/test rules, and the proxy tests promtool check metrics.
 set -euo pipefail
 if command -v prometheus >/dev/null && command -v promtool >/dev/null; then
   exit 0
