@@ -32,7 +32,7 @@ fn naive() -> RetryLayer<Unlimited> {
         .with_backoff(Backoff::constant(Duration::from_millis(1)).unwrap())
         .with_max_attempts(3)
         .unwrap();
-    RetryLayer::from_policy(RetryPolicy::new(cfg, Unlimited).with_seed(1)).unwrap()
+    RetryLayer::from_policy(RetryPolicy::new(cfg, Unlimited).with_seed(1))
 }
 
 /// A client whose give-ups become responses the way a tier answers its own caller: naive tiers

@@ -68,7 +68,7 @@ async fn budget_stops_retries_under_sustained_failure() {
     // The SRE book's budget: retries ≤ 10 % of requests (no reserve, to see the ratio itself).
     let ratio = RatioBudget::new(Duration::from_secs(10), 0, 0.1).unwrap();
     let policy = RetryPolicy::new(fast(3), AnyBudget::Ratio(ratio)).with_seed(3);
-    let layer = RetryLayer::from_policy(policy).unwrap();
+    let layer = RetryLayer::from_policy(policy);
     let calls = 300;
     let mut reasons = Vec::new();
     for _ in 0..calls {
@@ -84,7 +84,7 @@ async fn budget_stops_retries_under_sustained_failure() {
     // gRPC throttling never refills without successes: retries stop altogether.
     let (addr, seen) = recording(|_, _| reply(503, &[])).await;
     let policy = RetryPolicy::new(fast(3), AnyBudget::Grpc(GrpcThrottle::default())).with_seed(4);
-    let layer = RetryLayer::from_policy(policy).unwrap();
+    let layer = RetryLayer::from_policy(policy);
     for _ in 0..100 {
         let _ = call(&layer, get(addr, "/")).await;
     }
@@ -109,7 +109,6 @@ async fn retry_after_is_honoured_jittered_and_clamped_by_the_deadline() {
     })
     .await;
     let layer = RetryLayer::from_policy(RetryPolicy::new(fast(3), GrpcThrottle::default()))
-        .unwrap()
         .with_default_timeout(Duration::from_secs(5));
     let mut tasks = Vec::new();
     for i in 0..4 {
@@ -149,8 +148,7 @@ async fn retry_after_is_honoured_jittered_and_clamped_by_the_deadline() {
 #[tokio::test]
 async fn post_without_key_is_not_retried_with_a_key_it_is_and_the_key_is_stable() {
     let (addr, seen) = recording(|_, _| reply(503, &[])).await;
-    let layer =
-        RetryLayer::from_policy(RetryPolicy::new(fast(3), GrpcThrottle::default())).unwrap();
+    let layer = RetryLayer::from_policy(RetryPolicy::new(fast(3), GrpcThrottle::default()));
     let e = call(&layer, post(addr, "/")).await.unwrap_err();
     assert_eq!(e.reason(), GiveUpReason::NotIdempotent);
     assert_eq!(seen.lock().unwrap().len(), 1);
@@ -175,8 +173,7 @@ async fn a_refused_connection_is_retried_even_for_a_post() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     drop(listener);
-    let layer =
-        RetryLayer::from_policy(RetryPolicy::new(fast(3), GrpcThrottle::default())).unwrap();
+    let layer = RetryLayer::from_policy(RetryPolicy::new(fast(3), GrpcThrottle::default()));
     let e = call(&layer, post(addr, "/")).await.unwrap_err();
     assert_eq!(e.attempts(), 3, "the server never saw it, so resending is safe: {e}");
     assert_eq!(e.reason(), GiveUpReason::AttemptsExhausted);
@@ -187,8 +184,7 @@ async fn calls_failing_together_retry_at_different_instants() {
     let (addr, seen) = recording(|_, h| reply(if attempt(h) == 1 { 503 } else { 200 }, &[])).await;
     let cfg = PolicyConfig::default(); // full jitter under a 50 ms ceiling for the first retry
     let layer =
-        RetryLayer::from_policy(RetryPolicy::new(cfg, GrpcThrottle::new(100, 0.1).unwrap()))
-            .unwrap();
+        RetryLayer::from_policy(RetryPolicy::new(cfg, GrpcThrottle::new(100, 0.1).unwrap()));
     let n = 20;
     let barrier = Arc::new(tokio::sync::Barrier::new(n));
     let mut tasks = Vec::new();
@@ -234,7 +230,6 @@ async fn attempts_carry_the_time_left_and_stop_at_the_deadline() {
     let slow = serve(axum::Router::new().route("/", any(handler_slow))).await;
     let cfg = fast(3).with_per_try_timeout(Duration::from_millis(100)).unwrap();
     let layer = RetryLayer::from_policy(RetryPolicy::new(cfg, seawall::budget::Unlimited))
-        .unwrap()
         .with_default_timeout(Duration::from_millis(1000));
     let _ = call(&layer, get(addr, "/")).await.unwrap_err();
     let left: Vec<u64> = seen
@@ -262,7 +257,6 @@ async fn grpc_trailers_only_errors_are_classified_and_stamped() {
     })
     .await;
     let layer = RetryLayer::from_policy(RetryPolicy::new(fast(3), GrpcThrottle::default()))
-        .unwrap()
         .with_default_timeout(Duration::from_secs(1));
     let mut req = post(addr, "/");
     req.headers_mut().insert("content-type", "application/grpc".parse().unwrap());

@@ -72,7 +72,7 @@ impl<B> GaveUpError<B> {
 
     /// Why the call stopped (the core's reason).
     pub fn reason(&self) -> GiveUpReason {
-        self.give_up.reason
+        self.give_up.reason()
     }
 
     /// The core's give-up, reason and overload flag together.
@@ -83,7 +83,7 @@ impl<B> GaveUpError<B> {
     /// True when the caller must not retry: the dependency failed or refused, and this layer
     /// already spent what retries it was allowed.
     pub fn is_overloaded(&self) -> bool {
-        self.give_up.overloaded
+        self.give_up.is_overloaded()
     }
 
     /// Attempts sent (0 if the policy refused the first).
@@ -113,7 +113,7 @@ impl<B> GaveUpError<B> {
     where
         B: Default,
     {
-        let (overloaded, grpc) = (self.give_up.overloaded, self.grpc);
+        let (overloaded, grpc) = (self.give_up.is_overloaded(), self.grpc);
         match self.into_last() {
             LastOutcome::Response(r) if !overloaded => r,
             _ => overloaded_response(grpc),
@@ -124,8 +124,8 @@ impl<B> GaveUpError<B> {
 impl<B> fmt::Debug for GaveUpError<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GaveUpError")
-            .field("reason", &self.give_up.reason)
-            .field("overloaded", &self.give_up.overloaded)
+            .field("reason", &self.give_up.reason())
+            .field("overloaded", &self.give_up.is_overloaded())
             .field("attempts", &self.attempts)
             .field("status", &self.status)
             .finish_non_exhaustive()
@@ -134,11 +134,11 @@ impl<B> fmt::Debug for GaveUpError<B> {
 
 impl<B> fmt::Display for GaveUpError<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "gave up after {} attempt(s): {}", self.attempts, self.give_up.reason)?;
+        write!(f, "gave up after {} attempt(s): {}", self.attempts, self.give_up.reason())?;
         if let Some(s) = self.status {
             write!(f, " (last status {s})")?;
         }
-        if self.give_up.overloaded {
+        if self.give_up.is_overloaded() {
             f.write_str("; overloaded, don't retry")?;
         }
         Ok(())

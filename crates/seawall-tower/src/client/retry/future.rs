@@ -9,14 +9,14 @@ use std::task::{Context, Poll, ready};
 use http::{Request, Response};
 use pin_project_lite::pin_project;
 use seawall::budget::Budget;
-use seawall::time::{Clock, SystemClock};
+use seawall::time::Clock;
 use tower_service::Service;
 
 use super::{BoxError, GaveUpError, LastOutcome};
 use crate::client::ReplayBody;
 use crate::client::attempt::Sending;
 use crate::client::engine::{Ctx, Shared, Step};
-use crate::client::timer;
+use crate::client::timer::{self, Timer};
 
 type Output<RB> = Result<Response<RB>, GaveUpError<RB>>;
 
@@ -24,57 +24,58 @@ pin_project! {
     /// The future a [`Retry`](super::Retry) service returns: one logical call, all of its
     /// attempts and waits.
     ///
-    /// One state machine, like tower's `retry::ResponseFuture`: start, send, and on a failure
-    /// the policy's wait, then the next attempt. Nothing allocates on the success path; the
-    /// first wait (an attempt's timeout or the wait before a retry) allocates the call's one
-    /// timer, which later waits reuse. The
-    /// success path — the common one — thus costs little more than the policy's decisions, the
-    /// headers and the request copy a retry needs (see `BENCHMARKS-client.md`). Dropping it
+    /// One state machine, like tower's `retry::ResponseFuture`, whose states carry their data:
+    /// the first attempt is asked for, then an attempt is in flight, then (after a failure the
+    /// policy retries) the wait with what the failed attempt produced, then the next attempt.
+    /// Nothing allocates on the success path; the first wait (an attempt's timeout or the wait
+    /// before a retry) allocates the call's one timer, which later waits reuse. Dropping it
     /// abandons the call and returns what it held to the budget and breaker.
-    pub struct RetryFuture<S, B, RB, Bu>
+    pub struct RetryFuture<S, B, RB, Bu, C>
     where
         S: Service<Request<B>>,
         Bu: Budget,
+        C: Clock,
     {
-        // Everything is built when the service is called and filled in where it lies on the
-        // first poll: every move of the future is a copy of it. Dropped in this order: the call
+        // The call, started when the service was called. Dropped in this order: the call
         // (abandoned if it has not ended), then the attempt in flight.
-        ctx: Ctx<S, B, RB, Bu>,
+        ctx: Ctx<S, B, RB, Bu, C>,
         #[pin]
-        sending: Sending<S, B>,
-        // The call's timer, once it has waited (kept apart from `state`, which then has nothing
-        // to drop: the success path changes it without drop glue). Between attempts it holds
-        // what the failed attempt produced.
-        timer: timer::Slot<LastOutcome<RB>>,
-        state: State,
+        state: State<S, B, RB>,
     }
 }
 
-#[derive(Clone, Copy)]
-enum State {
-    // Not polled yet: the call starts, and its clock is read, on the first poll.
-    Init,
-    // An attempt in flight (`sending`).
-    Sending,
-    // The policy's wait (on `timer`) before the next attempt.
-    Waiting,
-    Done,
+pin_project! {
+    #[project = StateProj]
+    #[project_replace = StateOwned]
+    enum State<S, B, RB>
+    where
+        S: Service<Request<B>>,
+    {
+        // Not polled yet: the first attempt is asked for on the first poll.
+        Start,
+        // An attempt in flight.
+        Sending { #[pin] sending: Sending<S, B> },
+        // The policy's wait before the next attempt, and what the failed attempt produced
+        // (the error's content if the next attempt is refused).
+        Waiting { timer: Timer, last: LastOutcome<RB> },
+        Done,
+    }
 }
 
-impl<S, B, RB, Bu> RetryFuture<S, B, RB, Bu>
+impl<S, B, RB, Bu, C> RetryFuture<S, B, RB, Bu, C>
 where
     S: Service<Request<B>>,
+    B: ReplayBody,
     Bu: Budget,
+    C: Clock,
 {
-    /// A call of `req` through `svc`. It starts — the deadline's clock, the policy's first
-    /// decision — when the future is first polled.
-    pub(crate) fn new(svc: S, shared: Arc<Shared<Bu>>, req: Request<B>) -> Self {
-        let (ctx, sending) = (Ctx::new(svc, shared, req), Sending::new());
-        RetryFuture { ctx, sending, timer: None, state: State::Init }
+    /// A call of `req` through `svc`, started now: its deadline runs from here.
+    pub(crate) fn new(svc: S, shared: Arc<Shared<Bu, C>>, req: Request<B>) -> Self {
+        RetryFuture { ctx: Ctx::new(svc, shared, req), state: State::Start }
     }
 }
 
-impl<S, B, RB, Bu> Future for RetryFuture<S, B, RB, Bu>
+impl<S, B, RB, Bu, C> Future for RetryFuture<S, B, RB, Bu, C>
 where
     S: Service<Request<B>, Response = Response<RB>> + Send + 'static,
     S::Future: Send,
@@ -82,6 +83,7 @@ where
     B: ReplayBody + Send + 'static,
     RB: Send + 'static,
     Bu: Budget + 'static,
+    C: Clock + 'static,
 {
     type Output = Output<RB>;
 
@@ -91,79 +93,80 @@ where
         // When the attempt started, if it was sent in this poll.
         let mut sent_at = None;
         loop {
-            match this.state {
-                State::Init => {
-                    let at = ctx.start();
+            match this.state.as_mut().project() {
+                StateProj::Start => {
+                    let at = ctx.started();
                     match ctx.begin(at) {
                         Ok(attempt) => {
-                            this.sending.as_mut().arm(attempt, at);
-                            (sent_at, *this.state) = (Some(at), State::Sending);
+                            this.state
+                                .set(State::Sending { sending: Sending::new(attempt, at, None) });
+                            sent_at = Some(at);
                         }
                         Err(g) => {
-                            *this.state = State::Done;
+                            this.state.set(State::Done);
                             return Poll::Ready(Err(ctx.give_up(g, LastOutcome::NotSent)));
                         }
                     }
                 }
-                State::Sending => {
-                    let polled = ctx.poll_attempt(this.sending.as_mut(), cx);
+                StateProj::Sending { mut sending } => {
+                    let polled = ctx.poll_attempt(sending.as_mut(), cx);
                     // The success path: the response goes straight out, as the service gave it.
                     if let Poll::Ready(Ok(resp)) = &polled
                         && ctx.is_success(resp)
                     {
                         ctx.succeeded(sent_at);
-                        *this.state = State::Done;
+                        this.state.set(State::Done);
                         let Poll::Ready(Ok(resp)) = polled else { unreachable!("matched above") };
                         return Poll::Ready(Ok(resp));
                     }
                     let sent = match polled {
                         Poll::Ready(r) => Some(r.map_err(Into::into)),
                         Poll::Pending => {
-                            let idle = || LastOutcome::NotSent;
-                            ready!(this.sending.as_mut().poll_timeout(this.timer, idle, cx));
+                            ready!(sending.as_mut().poll_timeout(|| ctx.now(), cx));
                             None
                         }
                     };
                     match ctx.failed(sent) {
                         Step::Done(r) => {
-                            *this.state = State::Done;
+                            this.state.set(State::Done);
                             return Poll::Ready(r);
                         }
                         Step::Retry { after, last } => {
-                            this.sending.set(Sending::new());
-                            timer::set(this.timer, after, last);
-                            *this.state = State::Waiting;
+                            let timer = timer::after(sending.take_timer(), after);
+                            this.state.set(State::Waiting { timer, last });
                         }
                     }
                 }
-                State::Waiting => {
-                    let timer = this.timer.as_mut().expect("a wait is under way");
-                    ready!(timer.as_mut().poll_fired(cx));
-                    // What the failed attempt produced: the error's content if the next attempt
-                    // is refused, dropped if it starts.
-                    let last = timer.as_mut().take(LastOutcome::NotSent);
-                    let at = SystemClock.now();
-                    match ctx.begin(at) {
+                StateProj::Waiting { timer, .. } => {
+                    ready!(timer.as_mut().poll(cx));
+                    let at = ctx.now();
+                    let next = ctx.begin(at);
+                    // The wait is over: its timer goes to the next attempt, its outcome to the
+                    // error if that attempt is refused.
+                    let StateOwned::Waiting { timer, last } =
+                        this.state.as_mut().project_replace(State::Done)
+                    else {
+                        unreachable!("in the Waiting state")
+                    };
+                    match next {
                         Ok(attempt) => {
-                            this.sending.as_mut().arm(attempt, at);
-                            *this.state = State::Sending;
+                            let sending = Sending::new(attempt, at, Some(timer));
+                            this.state.set(State::Sending { sending });
                         }
-                        Err(g) => {
-                            *this.state = State::Done;
-                            return Poll::Ready(Err(ctx.give_up(g, last)));
-                        }
+                        Err(g) => return Poll::Ready(Err(ctx.give_up(g, last))),
                     }
                 }
-                State::Done => panic!("seawall RetryFuture polled after completion"),
+                StateProj::Done => panic!("seawall RetryFuture polled after completion"),
             }
         }
     }
 }
 
-impl<S, B, RB, Bu> fmt::Debug for RetryFuture<S, B, RB, Bu>
+impl<S, B, RB, Bu, C> fmt::Debug for RetryFuture<S, B, RB, Bu, C>
 where
     S: Service<Request<B>>,
     Bu: Budget,
+    C: Clock,
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("RetryFuture(..)")
@@ -182,6 +185,7 @@ mod tests {
 
     use super::*;
     use crate::client::RetryLayer;
+    use crate::time::TokioClock;
 
     type Fut = Pin<Box<dyn Future<Output = Result<Response<String>, Infallible>> + Send>>;
 
@@ -207,23 +211,28 @@ mod tests {
         })
     }
 
-    fn layer(per_try: Duration) -> RetryLayer<GrpcThrottle> {
+    /// 3 attempts of at most `per_try` each within a 5 s deadline, on tokio's (virtual) clock.
+    fn layer(per_try: Duration) -> RetryLayer<GrpcThrottle, TokioClock> {
         let cfg = PolicyConfig::default().with_per_try_timeout(per_try).unwrap();
-        RetryLayer::from_policy(RetryPolicy::new(cfg, GrpcThrottle::default()))
-            .unwrap()
+        RetryLayer::from_policy(RetryPolicy::new(cfg, GrpcThrottle::default()).with_seed(9))
             .with_default_timeout(Duration::from_secs(5))
+            .with_clock(TokioClock)
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn an_attempt_that_hangs_times_out_and_the_retry_answers() {
         let calls = Arc::new(AtomicU32::new(0));
         let mut svc = layer(Duration::from_millis(20)).layer(hanging(1, calls.clone()));
+        let t0 = tokio::time::Instant::now();
         let resp = svc.call(Request::new(String::new())).await.unwrap();
         assert_eq!(resp.status(), 200);
         assert_eq!(calls.load(Ordering::SeqCst), 2);
+        // The timeout, then a full-jitter wait under the first retry's 50 ms ceiling.
+        let took = t0.elapsed();
+        assert!(took >= Duration::from_millis(20) && took < Duration::from_millis(70), "{took:?}");
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn attempts_that_all_hang_give_up_with_timed_out() {
         let calls = Arc::new(AtomicU32::new(0));
         let mut svc = layer(Duration::from_millis(10)).layer(hanging(u32::MAX, calls.clone()));
@@ -231,6 +240,21 @@ mod tests {
         assert_eq!(err.reason(), GiveUpReason::AttemptsExhausted);
         assert_eq!(err.attempts(), 3);
         assert!(matches!(err.into_last(), crate::client::LastOutcome::TimedOut));
+    }
+
+    /// On a paused runtime the deadline (read from the layer's clock) and the waits (tokio's
+    /// timers) run on one time: three attempts of up to 1 s each, inside a 2.5 s deadline, end
+    /// exactly at the deadline, the last attempt cut to the time left. On `SystemClock` the
+    /// deadline would not move while the timers did: three full seconds and more.
+    #[tokio::test(start_paused = true)]
+    async fn on_tokios_clock_the_deadline_and_the_waits_share_virtual_time() {
+        let calls = Arc::new(AtomicU32::new(0));
+        let l = layer(Duration::from_secs(1)).with_default_timeout(Duration::from_millis(2_500));
+        let mut svc = l.layer(hanging(u32::MAX, calls.clone()));
+        let t0 = tokio::time::Instant::now();
+        let err = svc.call(Request::new(String::new())).await.unwrap_err();
+        assert_eq!((err.reason(), err.attempts()), (GiveUpReason::AttemptsExhausted, 3));
+        assert_eq!(t0.elapsed(), Duration::from_millis(2_500));
     }
 
     #[tokio::test]
@@ -342,21 +366,28 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_call_that_read_no_clock_waits_its_backoff_from_the_failure() {
-        // The default layer reads no clock before a failure; the wait before the retry still
-        // starts when the failure is reported, and the retry is told the real time.
-        let seen = Arc::default();
-        let l = RetryLayer::new();
-        let policy = l.policy().clone();
-        assert!(!policy.success_reads_clock());
-        let mut svc = l.layer(failing(2, Arc::clone(&seen)));
-        let t0 = tokio::time::Instant::now();
-        assert_eq!(svc.call(Request::new(String::new())).await.unwrap().status(), 200);
-        assert_eq!(seen.lock().unwrap().len(), 3);
-        // Full jitter under 50 ms then 100 ms ceilings (the core's defaults).
-        assert!(t0.elapsed() < Duration::from_millis(150), "{:?}", t0.elapsed());
-        let snap = policy.metrics().snapshot();
-        assert_eq!((snap.calls, snap.attempts, snap.retries), (1, 3, 2));
+    async fn a_seeded_call_on_virtual_time_waits_the_same_backoff_every_run() {
+        // Two 503s, then a 200: the two full-jitter waits (under 50 ms, then 100 ms ceilings)
+        // are drawn from the seeded policy, so on virtual time the call takes the same time in
+        // every run, however loaded the machine.
+        let run = || async {
+            let seen = Arc::default();
+            let l = RetryLayer::from_policy(
+                RetryPolicy::new(PolicyConfig::default(), GrpcThrottle::default()).with_seed(5),
+            )
+            .with_clock(TokioClock);
+            let policy = l.policy().clone();
+            let mut svc = l.layer(failing(2, Arc::clone(&seen)));
+            let t0 = tokio::time::Instant::now();
+            assert_eq!(svc.call(Request::new(String::new())).await.unwrap().status(), 200);
+            assert_eq!(seen.lock().unwrap().len(), 3);
+            let snap = policy.metrics().snapshot();
+            assert_eq!((snap.calls, snap.attempts, snap.retries), (1, 3, 2));
+            t0.elapsed()
+        };
+        let took = run().await;
+        assert!(took > Duration::ZERO && took < Duration::from_millis(150), "{took:?}");
+        assert_eq!(run().await, took);
     }
 
     #[tokio::test]
@@ -383,10 +414,17 @@ mod tests {
     #[tokio::test]
     async fn a_body_that_fails_to_replay_after_saying_it_could_is_sent_once() {
         let seen = Arc::default();
-        let mut svc = layer(Duration::from_secs(1)).layer(failing(1, Arc::clone(&seen)));
+        let l = layer(Duration::from_secs(1));
+        let policy = l.policy().clone();
+        let mut svc = l.layer(failing(1, Arc::clone(&seen)));
         let body = Counted { replays: Arc::default(), lies: true };
         let err = svc.call(Request::new(body)).await.unwrap_err();
         assert_eq!((err.reason(), err.attempts()), (GiveUpReason::NotReplayable, 1));
+        assert!(!err.is_overloaded(), "a request that cannot be resent is not an overload");
         assert_eq!(seen.lock().unwrap().len(), 1);
+        // One event, one reason: the core counts the same give-up, and no abandonment.
+        let snap = policy.metrics().snapshot();
+        assert_eq!(snap.give_ups(GiveUpReason::NotReplayable), 1);
+        assert_eq!(snap.give_ups(GiveUpReason::Abandoned), 0);
     }
 }
