@@ -181,6 +181,7 @@ mod tests {
 
     use seawall::budget::GrpcThrottle;
     use seawall::policy::{GiveUpReason, PolicyConfig, RetryPolicy};
+    use tower::ServiceExt;
     use tower_layer::Layer;
 
     use super::*;
@@ -388,6 +389,25 @@ mod tests {
         let took = run().await;
         assert!(took > Duration::ZERO && took < Duration::from_millis(150), "{took:?}");
         assert_eq!(run().await, took);
+    }
+
+    #[tokio::test]
+    async fn the_layer_type_fixes_the_role_whatever_the_policy_says() {
+        // One owner policy (3 attempts) behind both layers: the fail-fast hop sends one attempt
+        // and passes the transient 503 up as it is; the retry layer retries it.
+        let policy = Arc::new(RetryPolicy::new(PolicyConfig::default(), GrpcThrottle::default()));
+        let seen = Arc::default();
+        let hop = crate::client::FailFastLayer::from_shared_policy(policy.clone())
+            .layer(failing(usize::MAX, Arc::clone(&seen)));
+        let resp = hop.oneshot(Request::new(String::new())).await.unwrap();
+        assert_eq!(resp.status(), 503);
+        assert!(!resp.headers().contains_key("retry-pushback-ms"), "transient: passed up as is");
+        assert_eq!(seen.lock().unwrap().len(), 1);
+
+        let seen = Arc::default();
+        let mut owner = RetryLayer::from_shared_policy(policy).layer(failing(1, Arc::clone(&seen)));
+        assert_eq!(owner.call(Request::new(String::new())).await.unwrap().status(), 200);
+        assert_eq!(seen.lock().unwrap().len(), 2);
     }
 
     #[tokio::test]
