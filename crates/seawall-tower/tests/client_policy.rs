@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use axum::extract::Request;
 use axum::routing::any;
 use bytes::Bytes;
-use common_client::{Reqwest, get, post, reply, serve};
+use common_client::{Reqwest, get, post, reply, serve, timeouts_ms};
 use seawall::backoff::{Backoff, Jitter};
 use seawall::budget::{AnyBudget, Budget, GrpcThrottle, RatioBudget};
 use seawall::policy::{GiveUpReason, PolicyConfig, RetryPolicy};
@@ -146,12 +146,7 @@ async fn attempts_carry_the_time_left_over_the_wire() {
     let layer = RetryLayer::from_policy(RetryPolicy::new(cfg, seawall::budget::Unlimited))
         .with_default_timeout(Duration::from_millis(1000));
     let _ = call(&layer, get(addr, "/")).await.unwrap_err();
-    let left: Vec<u64> = seen
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|(_, h)| h["request-timeout-ms"].to_str().unwrap().parse().unwrap())
-        .collect();
+    let left = timeouts_ms(seen.lock().unwrap().iter().map(|(_, h)| h));
     assert_eq!(left.len(), 3);
     assert!(left[0] <= 1000 && left.windows(2).all(|w| w[1] <= w[0]), "{left:?}");
 }

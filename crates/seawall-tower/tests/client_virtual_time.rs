@@ -5,6 +5,8 @@
 //! sockets would make it do in the middle of a read.
 #![cfg(all(feature = "client", feature = "server"))]
 
+mod common_client;
+
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
@@ -12,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
+use common_client::timeouts_ms;
 use seawall::backoff::{Backoff, Jitter};
 use seawall::budget::{GrpcThrottle, Unlimited};
 use seawall::policy::{PolicyConfig, RetryPolicy};
@@ -155,12 +158,7 @@ async fn per_try_timeouts_cut_attempts_off_in_virtual_time() {
     // 3 × 100 ms, plus waits under 2 ms and 4 ms.
     assert!(took >= Duration::from_millis(300) && took < Duration::from_millis(306), "{took:?}");
     // Each attempt carried the time left, shrinking by what the previous attempts took.
-    let left: Vec<u64> = seen
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|(_, h)| h["request-timeout-ms"].to_str().unwrap().parse().unwrap())
-        .collect();
+    let left = timeouts_ms(seen.lock().unwrap().iter().map(|(_, h)| h));
     assert_eq!(left[0], 1000);
     assert!(left[1] <= 900 && left[2] <= 800 && left[2] >= 790, "{left:?}");
 }
