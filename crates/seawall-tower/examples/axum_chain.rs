@@ -116,7 +116,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     // The edge owns retries.
     let policy = RetryPolicy::new(PolicyConfig::default(), seawall::budget::Unlimited);
     let edge =
-        RetryLayer::from_policy(policy)?.with_default_timeout(Duration::from_secs(1)).layer(Http1);
+        RetryLayer::from_policy(policy).with_default_timeout(Duration::from_secs(1)).layer(Http1);
     let n = 10;
     for _ in 0..n {
         match edge.clone().oneshot(to(mid, "/")).await {

@@ -5,13 +5,16 @@
 //! - `server`: admission control that sheds early and cheaply, deadline enforcement, and
 //!   idempotency keys that make retried writes safe.
 //!
-//! Both speak the wire conventions of [`wire`].
+//! Both speak the wire conventions of [`wire`], and read the time through an injected clock
+//! (`time::TokioClock` runs them on a paused tokio runtime's virtual time).
 #![warn(missing_docs)]
 
 #[cfg(feature = "client")]
 pub mod client;
 #[cfg(feature = "server")]
 pub mod server;
+#[cfg(any(feature = "client", feature = "server"))]
+pub mod time;
 pub mod wire;
 
 #[cfg(any(feature = "client", feature = "server"))]

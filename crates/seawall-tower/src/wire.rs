@@ -69,9 +69,13 @@ pub fn parse_grpc_previous_attempts(value: &[u8]) -> Option<NonZeroU32> {
     NonZeroU32::new(prev.saturating_add(1).min(MAX_WIRE_ATTEMPT))
 }
 
-/// The deadline of the request being served, in [`seawall::time::SystemClock`] time. The server
+/// The deadline of the request being served, an instant of the clock of the layer that set it
+/// ([`seawall::time::SystemClock`] unless the layer was built `with_clock`). The server
 /// `DeadlineLayer` inserts it into request extensions; handlers copy it onto outgoing requests,
-/// where the client layers read it, so the edge's deadline flows down the whole call path.
+/// where the client layers read it on their own clock, so the edge's deadline flows down the
+/// whole call path. Build the server and client layers of one service on the same clock (or on
+/// `SystemClock` and `time::TokioClock`, which share an epoch and agree unless the runtime is
+/// paused).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RequestDeadline(pub Deadline);
 

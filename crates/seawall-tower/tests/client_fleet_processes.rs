@@ -59,7 +59,7 @@ async fn fleet_child() {
         Backoff::new(Jitter::Full, Duration::from_millis(2), Duration::from_millis(10), 2.0);
     let cfg = PolicyConfig::default().with_backoff(backoff.unwrap()).with_max_attempts(3).unwrap();
     let policy = RetryPolicy::new(cfg, Unlimited).with_control(control);
-    let layer = RetryLayer::from_policy(policy).unwrap();
+    let layer = RetryLayer::from_policy(policy);
     let http = Reqwest::new();
 
     let mut out = std::io::stdout();

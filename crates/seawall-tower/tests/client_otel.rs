@@ -133,7 +133,7 @@ fn fast_layer(metrics: Arc<ClientMetrics>) -> RetryLayer {
     let b = Backoff::new(Jitter::Full, Duration::from_millis(1), Duration::from_millis(5), 2.0);
     let cfg = PolicyConfig::default().with_backoff(b.unwrap());
     let policy = RetryPolicy::new(cfg, AnyBudget::Grpc(GrpcThrottle::new(100, 0.1).unwrap()));
-    RetryLayer::from_policy(policy).unwrap().with_metrics(metrics)
+    RetryLayer::from_policy(policy).with_metrics(metrics)
 }
 
 /// Runs `calls` calls whose first attempt gets a 503 and whose retry succeeds, then one call

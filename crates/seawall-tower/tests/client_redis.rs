@@ -28,7 +28,7 @@ async fn kill_switch_turns_retries_off_across_processes() {
         serve(axum::Router::new().route("/", axum::routing::any(|| async { reply(503, &[]) })))
             .await;
     let policy = RetryPolicy::new(PolicyConfig::default(), Unlimited).with_control(b.clone());
-    let layer = RetryLayer::from_policy(policy).unwrap();
+    let layer = RetryLayer::from_policy(policy);
     let e = layer.layer(Reqwest::new()).oneshot(get(addr, "/")).await.unwrap_err();
     assert_eq!(e.attempts(), 3, "retries on before the switch");
 

@@ -112,11 +112,14 @@ async fn a_refused_connection_is_found_in_the_chain_and_retried_even_for_a_post(
 
     // Behind the layer with its defaults (3 attempts): the server never saw the POST, so all
     // three attempts are sent.
-    let mut e = RetryLayer::new().layer(service()).oneshot(post(addr, "/")).await.unwrap_err();
+    let e = RetryLayer::new().layer(service()).oneshot(post(addr, "/")).await.unwrap_err();
     assert_eq!(e.attempts(), 3, "{e}");
     assert_eq!(e.reason(), GiveUpReason::AttemptsExhausted);
-    let LastOutcome::Error(last) = e.last_mut() else { panic!("{e:?}") };
+    // The transport error is the give-up's source, as error reporters walk the chain.
+    let last = std::error::Error::source(&e).expect("a transport error");
     assert!(matches!(last.downcast_ref::<ReqwestError>(), Some(ReqwestError::Send(_))));
+    assert!(refused_in_chain(&e), "the refused connection is found through the give-up");
+    assert!(matches!(e.into_last(), LastOutcome::Error(_)));
 }
 
 /// One connection on a loopback listener, answered with `body_len` bytes in 1 KiB chunks and no
@@ -180,9 +183,9 @@ async fn bodies_over_the_cap_fail_clearly() {
     // Behind the layer, the caller gets the same error back as the last outcome, after one
     // attempt: the same answer would come back.
     let addr = serve(axum::Router::new().route("/", any(|| async { vec![b'x'; 4096] }))).await;
-    let mut e = RetryLayer::new().layer(capped).oneshot(get(addr, "/")).await.unwrap_err();
+    let e = RetryLayer::new().layer(capped).oneshot(get(addr, "/")).await.unwrap_err();
     assert_eq!((e.attempts(), e.reason()), (1, GiveUpReason::NotRetryable));
-    let LastOutcome::Error(last) = e.last_mut() else { panic!("{e:?}") };
+    let Some(last) = e.transport_error() else { panic!("{e:?}") };
     assert!(
         matches!(last.downcast_ref::<ReqwestError>(), Some(ReqwestError::BodyTooLarge { .. })),
         "{last:?}"

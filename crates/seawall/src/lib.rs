@@ -33,7 +33,7 @@
 //! assert_eq!(attempt.number(), 1);
 //! // A 404 is an answer, not a failure to retry.
 //! let decision = policy.after_attempt(&mut call, now, HttpClassifier::default().classify(404), Hint::None);
-//! assert!(matches!(decision, Decision::GiveUp(GiveUp { reason: GiveUpReason::NotRetryable, overloaded: false })));
+//! assert!(matches!(decision, Decision::GiveUp(g) if g.reason() == GiveUpReason::NotRetryable && !g.is_overloaded()));
 //! ```
 #![warn(missing_docs)]
 

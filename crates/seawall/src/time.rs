@@ -9,7 +9,7 @@ use std::fmt;
 use std::ops::{Add, Sub};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// A point in time: nanoseconds since the epoch of the [`Clock`] that produced it.
 ///
@@ -88,17 +88,32 @@ impl Sub<Instant> for Instant {
 pub trait Clock: Send + Sync + fmt::Debug {
     /// The current instant.
     fn now(&self) -> Instant;
+
+    /// The calendar time now, for the few values that come as dates (an HTTP-date
+    /// `Retry-After`, RFC 9110 §10.2.3): a date is turned into a wait by subtracting this.
+    ///
+    /// Default: the system's calendar clock (`SystemTime::now()`), which is what a server's
+    /// dates are written in. [`ManualClock`] overrides it so that dates too are deterministic.
+    fn wall_time(&self) -> SystemTime {
+        SystemTime::now()
+    }
 }
 
 impl<C: Clock + ?Sized> Clock for Arc<C> {
     fn now(&self) -> Instant {
         (**self).now()
     }
+    fn wall_time(&self) -> SystemTime {
+        (**self).wall_time()
+    }
 }
 
 impl<C: Clock + ?Sized> Clock for &C {
     fn now(&self) -> Instant {
         (**self).now()
+    }
+    fn wall_time(&self) -> SystemTime {
+        (**self).wall_time()
     }
 }
 
@@ -173,6 +188,9 @@ impl Clock for SystemClock {
 
 /// A clock that moves only when told to. Cloning shares the same time.
 ///
+/// Its calendar time ([`Clock::wall_time`]) is the Unix epoch plus its reading: set it to
+/// `Instant::from_duration(date - UNIX_EPOCH)` to test HTTP dates.
+///
 /// ```
 /// use seawall::time::{Clock, ManualClock};
 /// use std::time::Duration;
@@ -209,6 +227,10 @@ impl Clock for ManualClock {
     fn now(&self) -> Instant {
         Instant(self.0.load(Ordering::Acquire))
     }
+
+    fn wall_time(&self) -> SystemTime {
+        SystemTime::UNIX_EPOCH + self.now().since_epoch()
+    }
 }
 
 #[cfg(test)]
@@ -224,6 +246,14 @@ mod tests {
             Instant::from_nanos(u64::MAX)
         );
         assert_eq!(Instant::ZERO - t, Duration::ZERO);
+    }
+
+    #[test]
+    fn manual_clock_tells_calendar_time_from_its_reading() {
+        let c = ManualClock::new();
+        c.advance(Duration::from_secs(784_111_777)); // Sun, 06 Nov 1994 08:49:37 GMT
+        let since = c.wall_time().duration_since(SystemTime::UNIX_EPOCH).unwrap();
+        assert_eq!(since, Duration::from_secs(784_111_777));
     }
 
     #[test]

@@ -26,7 +26,7 @@ fn storm(budget: AnyBudget) -> (u64, u64, u64, RetryPolicy<AnyBudget>) {
                 Ok(a) if a.is_retry() => retries += 1,
                 Ok(_) => {}
                 Err(g) => {
-                    assert_eq!(g.reason, GiveUpReason::ThrottledLocally);
+                    assert_eq!(g.reason(), GiveUpReason::ThrottledLocally);
                     local += 1;
                     break;
                 }
@@ -35,7 +35,7 @@ fn storm(budget: AnyBudget) -> (u64, u64, u64, RetryPolicy<AnyBudget>) {
             match p.after_attempt(&mut call, now, class, Hint::None) {
                 Decision::Retry { .. } => {}
                 Decision::GiveUp(g) => {
-                    overflow += u64::from(g.reason == GiveUpReason::BudgetExhausted);
+                    overflow += u64::from(g.reason() == GiveUpReason::BudgetExhausted);
                     break;
                 }
                 Decision::Success => unreachable!("every attempt fails"),

@@ -134,7 +134,6 @@ impl Downstream {
             url.parse().map_err(|e| LabError::bad_input("downstream", format!("{url}: {e}")))?;
         let metrics = Arc::new(ClientMetrics::new());
         let control = Arc::new(Control::new());
-        let bad = |e: seawall::ConfigError| LabError::bad_input("policy", e.to_string());
         let svc = match (stack, role) {
             (Stack::Seawall, Role::Gateway | Role::Order) => {
                 Layered::FailFast(FailFastLayer::new().with_metrics(metrics.clone()).layer(http))
@@ -145,7 +144,6 @@ impl Downstream {
                 let layer = RetryLayer::from_policy(
                     owner_policy(stack, seed).with_control(control.clone()),
                 )
-                .map_err(bad)?
                 .with_classifier(classifier)
                 .with_metrics(metrics.clone());
                 Layered::Owner(layer.layer(http))

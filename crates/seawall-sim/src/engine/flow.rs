@@ -228,7 +228,7 @@ impl Sim<'_> {
         let parent = c.parent;
         self.calls.remove(call);
         if let Err(g) = result
-            && matches!(g.reason, GiveUpReason::BudgetExhausted | GiveUpReason::ThrottledLocally)
+            && matches!(g.reason(), GiveUpReason::BudgetExhausted | GiveUpReason::ThrottledLocally)
         {
             self.stats.refusal(self.now);
         }
@@ -251,8 +251,8 @@ impl Sim<'_> {
                 }
                 let class = match result {
                     Ok(()) => Class::Success,
-                    Err(g) if g.reason == GiveUpReason::NotRetryable => Class::NeverRetry,
-                    Err(g) if g.overloaded && self.spec.pushback => Class::Overloaded,
+                    Err(g) if g.reason() == GiveUpReason::NotRetryable => Class::NeverRetry,
+                    Err(g) if g.is_overloaded() && self.spec.pushback => Class::Overloaded,
                     Err(_) => Class::Retryable(Transient::ServerError),
                 };
                 self.respond(job, class);

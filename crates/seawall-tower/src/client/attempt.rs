@@ -17,10 +17,10 @@ use std::task::{Context, Poll, ready};
 use http::Request;
 use pin_project_lite::pin_project;
 use seawall::policy::Attempt;
-use seawall::time::{Clock, Instant, SystemClock};
+use seawall::time::Instant;
 use tower_service::Service;
 
-use crate::client::timer;
+use crate::client::timer::{self, Timer};
 
 pin_project! {
     /// Not sent yet (waiting for the service to be ready), then the service's future.
@@ -29,6 +29,12 @@ pin_project! {
         Unsent,
         Called { #[pin] fut: F },
     }
+}
+
+/// The attempt's timeout: not set yet (with the timer a previous wait left, if any), or set.
+enum Timeout {
+    Unset(Option<Timer>),
+    Set(Timer),
 }
 
 pin_project! {
@@ -43,8 +49,7 @@ pin_project! {
         span: tracing::Span,
         attempt: Attempt,
         at: Instant,
-        // The call's timer has been set to this attempt's timeout.
-        timing: bool,
+        timeout: Timeout,
     }
 }
 
@@ -52,16 +57,10 @@ impl<S, B> Sending<S, B>
 where
     S: Service<Request<B>>,
 {
-    /// An attempt, to be [`arm`](Self::arm)ed before it is polled.
-    #[inline]
-    pub(crate) fn new() -> Self {
-        let (span, attempt, at) = (tracing::Span::none(), Attempt::default(), Instant::ZERO);
-        Sending { inner: Inner::Unsent, span, attempt, at, timing: false }
-    }
-
-    /// Sets up the attempt that the policy allowed `at`.
+    /// The attempt that the policy allowed `at`; `spare` is the call's timer, if an earlier
+    /// wait allocated it.
     #[inline(always)]
-    pub(crate) fn arm(self: Pin<&mut Self>, attempt: Attempt, at: Instant) {
+    pub(crate) fn new(attempt: Attempt, at: Instant, spare: Option<Timer>) -> Self {
         let span = tracing::debug_span!(
             "seawall.client.attempt",
             seawall.attempt = attempt.number(),
@@ -70,13 +69,15 @@ where
         if attempt.is_retry() {
             span.record("http.request.resend_count", attempt.number() - 1);
         }
-        let this = self.project();
-        // A new attempt's span is none already: with no subscriber there is nothing to store.
-        debug_assert!(this.span.is_none(), "armed once, after `new`");
-        if !span.is_none() {
-            *this.span = span;
+        Sending { inner: Inner::Unsent, span, attempt, at, timeout: Timeout::Unset(spare) }
+    }
+
+    /// The call's timer, for the wait after this attempt (`None` if it never had to wait).
+    pub(crate) fn take_timer(self: Pin<&mut Self>) -> Option<Timer> {
+        match std::mem::replace(self.project().timeout, Timeout::Unset(None)) {
+            Timeout::Unset(spare) => spare,
+            Timeout::Set(timer) => Some(timer),
         }
-        (*this.attempt, *this.at) = (attempt, at);
     }
 
     /// Drives the attempt. Once `svc` is ready, `call` builds the attempt's request and calls it
@@ -97,25 +98,23 @@ where
         poll_inner(this.inner, svc, cx, |svc| call(svc, attempt))
     }
 
-    /// Whether the attempt has run out of time (never, without a timeout), on the call's
-    /// `timer`: set, holding `idle`, the first time it is asked, for what is left of the
-    /// timeout (time spent in the first poll counts).
-    pub(crate) fn poll_timeout<T>(
+    /// Whether the attempt has run out of time (never, without a timeout). The timer is set
+    /// the first time it is asked, for what is left of the timeout at `now` (a clock read:
+    /// time spent in the first poll counts).
+    pub(crate) fn poll_timeout(
         self: Pin<&mut Self>,
-        timer: &mut timer::Slot<T>,
-        idle: impl FnOnce() -> T,
+        now: impl FnOnce() -> Instant,
         cx: &mut Context<'_>,
     ) -> Poll<()> {
         let this = self.project();
         let Some(t) = this.attempt.timeout() else { return Poll::Pending };
-        if !*this.timing {
-            let left = t.saturating_sub(SystemClock.now() - *this.at);
-            timer::set(timer, left, idle());
-            *this.timing = true;
+        if let Timeout::Unset(spare) = this.timeout {
+            let left = t.saturating_sub(now() - *this.at);
+            *this.timeout = Timeout::Set(timer::after(spare.take(), left));
         }
-        match timer {
-            Some(timer) => timer.as_mut().poll_fired(cx),
-            None => Poll::Pending,
+        match this.timeout {
+            Timeout::Set(timer) => timer.as_mut().poll(cx),
+            Timeout::Unset(_) => Poll::Pending,
         }
     }
 }

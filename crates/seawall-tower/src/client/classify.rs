@@ -123,6 +123,7 @@ pub(crate) fn classify_response<B>(
     classifier: &HttpClassifier,
     protocol: Protocol,
     resp: &Response<B>,
+    wall_time: impl FnOnce() -> SystemTime,
 ) -> (Class, Hint) {
     let h = resp.headers();
     match protocol {
@@ -142,7 +143,7 @@ pub(crate) fn classify_response<B>(
                 return (class, Hint::None);
             }
             let retry_after = header_str(h, http::header::RETRY_AFTER.as_str())
-                .map_or(Hint::None, |v| parse_retry_after(v, SystemTime::now()));
+                .map_or(Hint::None, |v| parse_retry_after(v, wall_time()));
             finish(class, retry_after.max(pushback(h, &RETRY_PUSHBACK_MS)))
         }
     }
@@ -249,6 +250,11 @@ mod tests {
         assert_eq!(RequestHeaders::scan(&h, &Method::GET).protocol, Protocol::Http);
     }
 
+    /// Classifies at a fixed calendar time (no test here has an HTTP date but the one above).
+    fn classify(c: &HttpClassifier, p: Protocol, r: &Response<()>) -> (Class, Hint) {
+        classify_response(c, p, r, || std::time::UNIX_EPOCH)
+    }
+
     fn resp(status: u16, headers: &[(&str, &[u8])]) -> Response<()> {
         let mut r = Response::builder().status(status);
         for (k, v) in headers {
@@ -261,49 +267,55 @@ mod tests {
     fn http_statuses_and_hints() {
         let c = HttpClassifier::default();
         let p = Protocol::Http;
-        assert_eq!(classify_response(&c, p, &resp(200, &[])), (Class::Success, Hint::None));
-        assert_eq!(classify_response(&c, p, &resp(404, &[])).0, Class::NeverRetry);
-        let (class, hint) = classify_response(&c, p, &resp(503, &[("retry-after", b"2")]));
+        assert_eq!(classify(&c, p, &resp(200, &[])), (Class::Success, Hint::None));
+        assert_eq!(classify(&c, p, &resp(404, &[])).0, Class::NeverRetry);
+        let (class, hint) = classify(&c, p, &resp(503, &[("retry-after", b"2")]));
         assert!(matches!(class, Class::Retryable(_)));
         assert_eq!(hint, Hint::After(std::time::Duration::from_secs(2)));
-        let (class, hint) = classify_response(&c, p, &resp(503, &[("retry-pushback-ms", b"-1")]));
+        let (class, hint) = classify(&c, p, &resp(503, &[("retry-pushback-ms", b"-1")]));
         assert_eq!((class, hint), (Class::Overloaded, Hint::DontRetry));
         // garbage never panics; a garbled pushback means don't retry, a garbled Retry-After is
         // ignored
-        let (class, hint) = classify_response(&c, p, &resp(503, &[("retry-pushback-ms", b"\xff")]));
+        let (class, hint) = classify(&c, p, &resp(503, &[("retry-pushback-ms", b"\xff")]));
         assert_eq!((class, hint), (Class::Overloaded, Hint::DontRetry));
-        let (_, hint) = classify_response(&c, p, &resp(503, &[("retry-after", b"\xffsoon")]));
+        let (_, hint) = classify(&c, p, &resp(503, &[("retry-after", b"\xffsoon")]));
         assert_eq!(hint, Hint::None);
+    }
+
+    #[test]
+    fn an_http_date_retry_after_is_read_against_the_given_calendar_time() {
+        use seawall::time::{Clock, ManualClock};
+        use std::time::Duration;
+        let (c, p) = (HttpClassifier::default(), Protocol::Http);
+        let date = resp(503, &[("retry-after", b"Sun, 06 Nov 1994 08:49:37 GMT")]);
+        let clock = ManualClock::new();
+        clock.advance(Duration::from_secs(784_111_777 - 30)); // 30 s before that date
+        let (_, hint) = classify_response(&c, p, &date, || clock.wall_time());
+        assert_eq!(hint, Hint::After(Duration::from_secs(30)));
+        clock.advance(Duration::from_secs(20));
+        let (_, hint) = classify_response(&c, p, &date, || clock.wall_time());
+        assert_eq!(hint, Hint::After(Duration::from_secs(10)));
     }
 
     #[test]
     fn grpc_trailers_only() {
         let c = HttpClassifier::default();
         let g = Protocol::Grpc;
-        assert_eq!(classify_response(&c, g, &resp(200, &[])).0, Class::Success);
-        assert_eq!(
-            classify_response(&c, g, &resp(200, &[("grpc-status", b"0")])).0,
-            Class::Success
-        );
+        assert_eq!(classify(&c, g, &resp(200, &[])).0, Class::Success);
+        assert_eq!(classify(&c, g, &resp(200, &[("grpc-status", b"0")])).0, Class::Success);
         assert!(matches!(
-            classify_response(&c, g, &resp(200, &[("grpc-status", b"14")])).0,
+            classify(&c, g, &resp(200, &[("grpc-status", b"14")])).0,
             Class::Retryable(_)
         ));
-        assert_eq!(
-            classify_response(&c, g, &resp(200, &[("grpc-status", b"8")])).0,
-            Class::Throttled
-        );
-        assert_eq!(
-            classify_response(&c, g, &resp(200, &[("grpc-status", b"x")])).0,
-            Class::NeverRetry
-        );
-        let (class, hint) = classify_response(
+        assert_eq!(classify(&c, g, &resp(200, &[("grpc-status", b"8")])).0, Class::Throttled);
+        assert_eq!(classify(&c, g, &resp(200, &[("grpc-status", b"x")])).0, Class::NeverRetry);
+        let (class, hint) = classify(
             &c,
             g,
             &resp(200, &[("grpc-status", b"14"), ("grpc-retry-pushback-ms", b"-1")]),
         );
         assert_eq!((class, hint), (Class::Overloaded, Hint::DontRetry));
-        let (_, hint) = classify_response(
+        let (_, hint) = classify(
             &c,
             g,
             &resp(200, &[("grpc-status", b"14"), ("grpc-retry-pushback-ms", b"\xfe")]),

@@ -4,81 +4,68 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use seawall::ConfigError;
-use seawall::budget::Budget;
 use seawall::classify::HttpClassifier;
 use seawall::policy::{RetryPolicy, Role};
 
 use crate::client::engine::{Shared, TimeoutHeader};
 use crate::client::metrics::ClientMetrics;
 
-/// A layer's settings, shared by every service it builds: the policy (checked for the layer's
-/// role) and the builder's edits, copy-on-write so services already built keep theirs.
-pub(crate) struct LayerConfig<Bu> {
-    shared: Arc<Shared<Bu>>,
+/// A layer's settings, shared by every service it builds: the policy, the role the layer's type
+/// fixes, the clock and the builder's edits, copy-on-write so services already built keep
+/// theirs.
+pub(crate) struct LayerConfig<Bu, C> {
+    shared: Arc<Shared<Bu, C>>,
 }
 
 /// Transparent: a layer prints its settings as it did when it held them directly.
-impl<Bu: std::fmt::Debug> std::fmt::Debug for LayerConfig<Bu> {
+impl<Bu: std::fmt::Debug, C: std::fmt::Debug> std::fmt::Debug for LayerConfig<Bu, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.shared.fmt(f)
     }
 }
 
-impl<Bu> Clone for LayerConfig<Bu> {
+impl<Bu, C> Clone for LayerConfig<Bu, C> {
     fn clone(&self) -> Self {
         LayerConfig { shared: self.shared.clone() }
     }
 }
 
-fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::Owner => "Owner",
-        Role::FailFast => "FailFast",
+impl<Bu, C> LayerConfig<Bu, C> {
+    /// Settings running `policy` in `role` on `clock`: the default classifier, no default
+    /// timeout, no idempotency keys, no metrics.
+    pub(crate) fn new(policy: Arc<RetryPolicy<Bu>>, role: Role, clock: C) -> Self {
+        let shared = Shared {
+            policy,
+            role,
+            clock,
+            classifier: HttpClassifier::default(),
+            default_timeout: None,
+            timeout_header: TimeoutHeader::default(),
+            stamp_keys: false,
+            metrics: None,
+        };
+        LayerConfig { shared: Arc::new(shared) }
     }
-}
 
-impl<Bu> LayerConfig<Bu> {
     /// What each service built by the layer holds.
-    pub(crate) fn for_service(&self) -> Arc<Shared<Bu>> {
+    pub(crate) fn for_service(&self) -> Arc<Shared<Bu, C>> {
         self.shared.clone()
     }
 
     pub(crate) fn policy(&self) -> &Arc<RetryPolicy<Bu>> {
         &self.shared.policy
     }
+
+    /// The same settings on `clock`.
+    pub(crate) fn with_clock<C2>(self, clock: C2) -> LayerConfig<Bu, C2> {
+        LayerConfig { shared: Arc::new(self.shared.with_clock(clock)) }
+    }
 }
 
-impl<Bu: Budget> LayerConfig<Bu> {
-    /// Settings running `policy`, which must have `role` (`field` names the setting in the
-    /// error): the default classifier, no default timeout, no idempotency keys, no metrics.
-    pub(crate) fn new(
-        policy: Arc<RetryPolicy<Bu>>,
-        role: Role,
-        field: &'static str,
-    ) -> Result<Self, ConfigError> {
-        let got = policy.config().role();
-        if got != role {
-            return Err(ConfigError::new(field, role_name(role), role_name(got)));
-        }
-        let mut shared = Shared {
-            policy,
-            classifier: HttpClassifier::default(),
-            default_timeout: None,
-            timeout_header: TimeoutHeader::default(),
-            stamp_keys: false,
-            metrics: None,
-            clock_free: false,
-        };
-        shared.clock_free = shared.calls_need_no_clock();
-        Ok(LayerConfig { shared: Arc::new(shared) })
-    }
-
-    /// Applies one builder edit, then derives again what depends on all the settings.
-    fn edit(mut self, f: impl FnOnce(&mut Shared<Bu>)) -> Self {
-        let s = Arc::make_mut(&mut self.shared);
-        f(s);
-        s.clock_free = s.calls_need_no_clock();
+impl<Bu, C: Clone> LayerConfig<Bu, C> {
+    /// Applies one builder edit.
+    fn edit(mut self, f: impl FnOnce(&mut Shared<Bu, C>)) -> Self {
+        f(Arc::make_mut(&mut self.shared));
         self
     }
 
@@ -99,38 +86,5 @@ impl<Bu: Budget> LayerConfig<Bu> {
 
     pub(crate) fn with_metrics(self, metrics: Arc<ClientMetrics>) -> Self {
         self.edit(|s| s.metrics = Some(metrics))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use seawall::breaker::{Breaker, BreakerConfig};
-    use seawall::budget::{AnyBudget, GrpcThrottle, RatioBudget};
-    use seawall::policy::PolicyConfig;
-
-    use super::*;
-
-    fn config(policy: RetryPolicy<AnyBudget>) -> LayerConfig<AnyBudget> {
-        LayerConfig::new(Arc::new(policy), Role::Owner, "policy").unwrap()
-    }
-
-    fn grpc() -> RetryPolicy<AnyBudget> {
-        RetryPolicy::new(PolicyConfig::default(), GrpcThrottle::default().into())
-    }
-
-    #[test]
-    fn calls_skip_the_clock_only_when_nothing_needs_the_time() {
-        let free = |c: &LayerConfig<AnyBudget>| c.for_service().clock_free;
-        assert!(free(&config(grpc())), "defaults: no deadline, no metrics, a token bucket");
-        assert!(!free(&config(grpc()).with_default_timeout(Duration::from_secs(1))));
-        assert!(!free(&config(grpc()).with_metrics(Arc::new(ClientMetrics::new()))));
-        let per_try = PolicyConfig::default().with_per_try_timeout(Duration::from_secs(1));
-        let per_try = RetryPolicy::new(per_try.unwrap(), GrpcThrottle::default().into());
-        assert!(!free(&config(per_try)));
-        assert!(!free(&config(grpc().with_breaker(Breaker::new(BreakerConfig::default())))));
-        let ratio = RetryPolicy::new(PolicyConfig::default(), RatioBudget::default().into());
-        assert!(!free(&config(ratio)));
-        // Settings that do not need the time leave calls clock-free.
-        assert!(free(&config(grpc()).with_idempotency_keys(true)));
     }
 }

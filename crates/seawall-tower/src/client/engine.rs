@@ -1,6 +1,7 @@
 //! What both layers do around each attempt: the core policy decides, this adapter stamps,
 //! classifies and keeps the call's state between attempts ([`Ctx`]), the call's request among it.
 //! The sending itself is in `attempt.rs`, the future that drives a call in `retry/future.rs`.
+//! Every clock read goes through the layer's clock (`Shared::clock`).
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -12,8 +13,10 @@ use seawall::budget::Budget;
 use seawall::classify::{Class, HttpClassifier, Transient};
 use seawall::deadline::{Deadline, encode_grpc_timeout, parse_grpc_timeout};
 use seawall::hint::Hint;
-use seawall::policy::{Attempt, Call, Decision, GiveUp, GiveUpReason, RequestInfo, RetryPolicy};
-use seawall::time::{Clock, Instant, SystemClock};
+use seawall::policy::{
+    Attempt, Call, Decision, GiveUp, GiveUpReason, RequestInfo, RetryPolicy, Role,
+};
+use seawall::time::{Clock, Instant};
 
 use crate::client::attempt::Sending;
 use crate::client::body::{ReplayBody, replay_head};
@@ -27,63 +30,57 @@ use crate::wire::{
 
 /// Settings shared by every call through one layer.
 #[derive(Debug)]
-pub(crate) struct Shared<Bu> {
+pub(crate) struct Shared<Bu, C> {
     pub(crate) policy: Arc<RetryPolicy<Bu>>,
+    /// Fixed by the layer's type: a `RetryLayer` owns retries, a `FailFastLayer` fails fast.
+    pub(crate) role: Role,
+    pub(crate) clock: C,
     pub(crate) classifier: HttpClassifier,
     pub(crate) default_timeout: Option<Duration>,
     pub(crate) timeout_header: TimeoutHeader,
     pub(crate) stamp_keys: bool,
     pub(crate) metrics: Option<Arc<ClientMetrics>>,
-    /// A call with no deadline of its own needs no clock until an attempt fails: no default
-    /// timeout, no per-try timeout, no metrics, and a policy whose successes read none
-    /// ([`RetryPolicy::success_reads_clock`]). Derived by `calls_need_no_clock`, kept here for
-    /// the hot path.
-    pub(crate) clock_free: bool,
 }
 
-impl<Bu: Budget> Shared<Bu> {
-    /// What `clock_free` says, derived from the settings (the builder calls it after each edit).
-    pub(crate) fn calls_need_no_clock(&self) -> bool {
-        !self.policy.success_reads_clock()
-            && self.policy.config().per_try_timeout().is_none()
-            && self.default_timeout.is_none()
-            // The duration histogram times each call.
-            && self.metrics.is_none()
+impl<Bu, C: Clone> Clone for Shared<Bu, C> {
+    fn clone(&self) -> Self {
+        self.with_clock(self.clock.clone())
     }
 }
 
-impl<Bu> Clone for Shared<Bu> {
-    fn clone(&self) -> Self {
+impl<Bu, C> Shared<Bu, C> {
+    /// The same settings on another clock.
+    pub(crate) fn with_clock<C2>(&self, clock: C2) -> Shared<Bu, C2> {
         Shared {
             policy: self.policy.clone(),
+            role: self.role,
+            clock,
             classifier: self.classifier,
             default_timeout: self.default_timeout,
             timeout_header: self.timeout_header.clone(),
             stamp_keys: self.stamp_keys,
             metrics: self.metrics.clone(),
-            clock_free: self.clock_free,
         }
     }
 }
 
-/// One logical call between attempts: the policy's per-call state and the call's request. Built
-/// when the service is called ([`new`](Self::new)) and started, in place, on the future's first
-/// poll ([`start`](Self::start)): it is a large part of the call's future, and every move of the
-/// future is a copy.
+/// One logical call between attempts: the policy's per-call state and the call's request. Built,
+/// and started, when the service is called ([`new`](Self::new)): the deadline's clock runs
+/// from then, as with `tower::timeout`.
 ///
 /// The request stays here, as the caller gave it but for the attempt headers seawall stamps
 /// (each attempt's replace the last's), and each attempt is sent a copy of it, made when the
 /// service is ready and carrying that attempt's headers; the last attempt the call may make
 /// (and a request whose body cannot be replayed) is sent the request itself. So a
 /// retry's copy is the one a success needed anyway, as with `tower::retry`, and nothing is moved
-/// out of the future but what the service takes. Dropping a started call before it has ended
-/// abandons it, which returns what it held to the budget and breaker.
-pub(crate) struct Ctx<S, B, RB, Bu: Budget> {
+/// out of the future but what the service takes. Dropping a call before it has ended abandons
+/// it, which returns what it held to the budget and breaker.
+pub(crate) struct Ctx<S, B, RB, Bu: Budget, C: Clock> {
     svc: S,
-    shared: Arc<Shared<Bu>>,
-    /// `None` until the call starts.
-    call: Option<Call>,
-    /// `None` once the last attempt took it.
+    shared: Arc<Shared<Bu, C>>,
+    call: Call,
+    /// `None` once an attempt was sent the request itself; the policy is then told that the
+    /// call cannot retry ([`RetryPolicy::cancel_retry`]) before any further attempt.
     req: Option<Request<B>>,
     protocol: Protocol,
     /// Attempts may be sent copies of `req` (its body can be replayed and a retry is allowed).
@@ -93,12 +90,10 @@ pub(crate) struct Ctx<S, B, RB, Bu: Budget> {
     _response: std::marker::PhantomData<fn() -> RB>,
 }
 
-impl<S, B, RB, Bu: Budget> Drop for Ctx<S, B, RB, Bu> {
+impl<S, B, RB, Bu: Budget, C: Clock> Drop for Ctx<S, B, RB, Bu, C> {
     fn drop(&mut self) {
-        if let Some(call) = &mut self.call
-            && !call.is_finished()
-        {
-            self.shared.policy.abandon(call, SystemClock.now());
+        if !self.call.is_finished() {
+            self.shared.policy.abandon(&mut self.call, self.shared.clock.now());
         }
     }
 }
@@ -115,43 +110,15 @@ pub(crate) enum Step<RB> {
 /// timed out.
 pub(crate) type Sent<RB> = Option<Result<Response<RB>, BoxError>>;
 
-impl<S, B, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
-    /// A call of `req` through `svc`, not started yet.
+impl<S, B: ReplayBody, RB, Bu: Budget, C: Clock> Ctx<S, B, RB, Bu, C> {
+    /// Starts the logical call of `req` through `svc` (stamping an idempotency key on its
+    /// request if configured). The call's first attempt is asked for at the same instant
+    /// ([`started`](Self::started)): one clock read serves both.
     #[inline]
-    pub(crate) fn new(svc: S, shared: Arc<Shared<Bu>>, req: Request<B>) -> Self {
-        Ctx {
-            svc,
-            shared,
-            call: None,
-            req: Some(req),
-            protocol: Protocol::Http,
-            replayable: false,
-            started: Instant::ZERO,
-            max_attempts: 1,
-            _response: std::marker::PhantomData,
-        }
-    }
-}
-
-impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
-    /// Starts the logical call (stamping an idempotency key on its request if configured) and
-    /// returns when: the call's first attempt starts then too, one clock read serves both. A
-    /// call that needs no time before a failure (`Shared::clock_free`, no deadline of its own)
-    /// reads no clock and gets `Instant::ZERO`, which its first attempt's decisions ignore.
-    #[inline]
-    pub(crate) fn start(&mut self) -> Instant {
-        let shared = &*self.shared;
+    pub(crate) fn new(svc: S, shared: Arc<Shared<Bu, C>>, mut req: Request<B>) -> Self {
         let policy = &*shared.policy;
-        let req = self.req.as_mut().expect("a call starts with its request");
+        let started = shared.clock.now();
         let inherited = req.extensions().get::<RequestDeadline>().map(|d| d.0);
-        // A clock read is a large part of a plain call's success path (a fifth of it on the
-        // benchmark's VM): a call that needs no time before a failure takes none (the policy
-        // ignores the instant it is given), and reads the clock when an attempt fails.
-        let started = if shared.clock_free && inherited.is_none() {
-            Instant::ZERO
-        } else {
-            SystemClock.now()
-        };
         let deadline =
             inherited.or_else(|| shared.default_timeout.map(|t| Deadline::after(started, t)));
         // One pass over the headers (none for a header-less request) instead of a hashed lookup
@@ -175,7 +142,10 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
         if headers.has_attempt && protocol == Protocol::Http {
             req.headers_mut().remove(REQUEST_ATTEMPT);
         }
-        let max_attempts = policy.config().max_attempts();
+        let max_attempts = match shared.role {
+            Role::Owner => policy.config().max_attempts(),
+            Role::FailFast => 1,
+        };
         // For `Bytes`-like bodies the copies are reference counts, plus the header map when
         // there is one.
         let replayable = max_attempts > 1 && req.body().can_replay();
@@ -187,34 +157,53 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
         } else {
             RequestInfo::non_idempotent()
         };
-        self.call = Some(policy.start(started, info, deadline));
+        let call = policy.start_as(shared.role, started, info, deadline);
         if let Some(m) = &shared.metrics {
             m.call_started();
         }
-        (self.protocol, self.started, self.max_attempts) = (protocol, started, max_attempts);
-        self.replayable = replayable;
-        started
+        Ctx {
+            svc,
+            shared,
+            call,
+            req: Some(req),
+            protocol,
+            replayable,
+            started,
+            max_attempts,
+            _response: std::marker::PhantomData,
+        }
+    }
+
+    /// When the call started.
+    #[inline(always)]
+    pub(crate) fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// The layer's clock, read now.
+    #[inline(always)]
+    pub(crate) fn now(&self) -> Instant {
+        self.shared.clock.now()
     }
 
     /// The error for a call the policy gave up on, with what the last attempt produced.
     pub(crate) fn give_up(&self, g: GiveUp, last: LastOutcome<RB>) -> GaveUpError<RB> {
         if let Some(m) = &self.shared.metrics {
-            m.gave_up(g.reason);
+            m.gave_up(g.reason());
             if let Some(b) = self.shared.policy.breaker() {
-                m.breaker_state(b.state(SystemClock.now()));
+                m.breaker_state(b.state(self.now()));
             }
         }
-        tracing::debug!(reason = g.reason.as_str(), overloaded = g.overloaded, "seawall: gave up");
-        let attempts = self.call.as_ref().map_or(0, Call::attempts);
-        GaveUpError::new(g, attempts, self.protocol == Protocol::Grpc, last)
+        let (reason, overloaded) = (g.reason().as_str(), g.is_overloaded());
+        tracing::debug!(reason, overloaded, "seawall: gave up");
+        GaveUpError::new(g, self.call.attempts(), self.protocol == Protocol::Grpc, last)
     }
 
     /// Asks the policy whether the next attempt may start `at`. On a refusal the call is over:
     /// report it with [`give_up`](Self::give_up).
     #[inline(always)]
     pub(crate) fn begin(&mut self, at: Instant) -> Result<Attempt, GiveUp> {
-        let call = self.call.as_mut().expect("the call has started");
-        let attempt = self.shared.policy.before_attempt(call, at)?;
+        let attempt = self.shared.policy.before_attempt(&mut self.call, at)?;
         if let Some(m) = &self.shared.metrics {
             m.attempt_started(attempt.number());
         }
@@ -270,7 +259,8 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
     /// The class and hint of a response.
     #[inline]
     pub(crate) fn classify(&self, resp: &Response<RB>) -> (Class, Hint) {
-        classify_response(&self.shared.classifier, self.protocol, resp)
+        let clock = &self.shared.clock;
+        classify_response(&self.shared.classifier, self.protocol, resp, || clock.wall_time())
     }
 
     /// Whether [`classify`](Self::classify) calls `resp` a success: for HTTP the status alone
@@ -292,16 +282,15 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
     #[inline]
     pub(crate) fn succeeded(&mut self, sent_at: Option<Instant>) {
         let shared = &*self.shared;
-        let call = self.call.as_mut().expect("the call has started");
         // A success that came back within the poll that sent it is recorded at the attempt's
         // start, which differs from its end by the service's synchronous work only: one clock
         // read for the whole call. Failures (their deadline and backoff) and the duration
         // histogram get the real end.
         let now = match sent_at {
             Some(at) if shared.metrics.is_none() => at,
-            _ => SystemClock.now(),
+            _ => shared.clock.now(),
         };
-        let decision = shared.policy.after_attempt(call, now, Class::Success, Hint::None);
+        let decision = shared.policy.after_attempt(&mut self.call, now, Class::Success, Hint::None);
         // An attempt in flight that succeeded always ends the call with a success.
         debug_assert_eq!(decision, Decision::Success);
         if let Some(m) = &shared.metrics {
@@ -319,28 +308,28 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
             None => (Class::Retryable(Transient::Timeout), Hint::None),
         };
         let shared = &*self.shared;
-        let call = self.call.as_mut().expect("the call has started");
+        let call = &mut self.call;
         let outcome = match result {
             Some(Ok(resp)) => LastOutcome::Response(resp),
             Some(Err(e)) => LastOutcome::Error(e),
             None => LastOutcome::TimedOut,
         };
-        let now = SystemClock.now();
+        let now = shared.clock.now();
         let policy = &*shared.policy;
         match policy.after_attempt(call, now, class, hint) {
-            Decision::Success => {
-                // Only `succeeded` reports successes; keep the type system honest anyway.
-                if let LastOutcome::Response(resp) = outcome {
-                    return Step::Done(Ok(resp));
-                }
-                let g = GiveUp { reason: GiveUpReason::NotRetryable, overloaded: false };
-                Step::Done(Err(self.give_up(g, outcome)))
-            }
+            Decision::Success => match outcome {
+                // A response the classifier calls a success (the fast path, `succeeded`,
+                // takes most of them).
+                LastOutcome::Response(resp) => Step::Done(Ok(resp)),
+                // The policy answers `Success` only to `Class::Success`, which `classify_error`
+                // and a timeout never are.
+                _ => unreachable!("a transport failure classed as a success"),
+            },
             Decision::GiveUp(g) => match outcome {
                 // A 404 or 400 is the caller's answer, not a failure of the dependency.
-                LastOutcome::Response(resp) if g.reason == GiveUpReason::NotRetryable => {
+                LastOutcome::Response(resp) if g.reason() == GiveUpReason::NotRetryable => {
                     if let Some(m) = &shared.metrics {
-                        m.gave_up(g.reason);
+                        m.gave_up(g.reason());
                     }
                     Step::Done(Ok(resp))
                 }
@@ -349,9 +338,9 @@ impl<S, B: ReplayBody, RB, Bu: Budget> Ctx<S, B, RB, Bu> {
             Decision::Retry { after } => {
                 if self.req.is_none() {
                     // The request went with an attempt (a body whose copy failed although it
-                    // said it could be replayed): it cannot be resent.
-                    policy.abandon(call, now);
-                    let g = GiveUp { reason: GiveUpReason::NotReplayable, overloaded: true };
+                    // said it could be replayed): it cannot be resent. The policy ends the
+                    // call as not replayable, and every counter says so.
+                    let g = policy.cancel_retry(call, now);
                     return Step::Done(Err(self.give_up(g, outcome)));
                 }
                 tracing::debug!(wait_ms = after.as_millis() as u64, "seawall: retrying");

@@ -15,6 +15,11 @@
 //! (the server `DeadlineLayer` puts it there; copy it onto outgoing requests) or the layer's
 //! default.
 //!
+//! Both read the time from a clock, [`SystemClock`](seawall::time::SystemClock) unless built
+//! `with_clock` (`crate::time::TokioClock` runs them on a paused runtime's virtual time, for
+//! tests of your own service), and both are fixed in their role by their type: a policy given
+//! to a `FailFastLayer` makes one attempt per call whatever its configuration's role says.
+//!
 //! Both wrap any `tower::Service<http::Request<B>>`: hyper's client, reqwest (through
 //! `reqwest::ReqwestService` with the `reqwest` feature; see `examples/reqwest_client.rs`), axum's
 //! outbound calls, tonic channels.

@@ -53,8 +53,14 @@ mod tests {
     fn our_own_signal_classifies_as_overloaded() {
         let c = HttpClassifier::default();
         let http: Response<()> = overloaded_response(false);
-        assert_eq!(classify_response(&c, Protocol::Http, &http).0, Class::Overloaded);
+        assert_eq!(
+            classify_response(&c, Protocol::Http, &http, || std::time::UNIX_EPOCH).0,
+            Class::Overloaded
+        );
         let grpc: Response<()> = overloaded_response(true);
-        assert_eq!(classify_response(&c, Protocol::Grpc, &grpc).0, Class::Overloaded);
+        assert_eq!(
+            classify_response(&c, Protocol::Grpc, &grpc, || std::time::UNIX_EPOCH).0,
+            Class::Overloaded
+        );
     }
 }

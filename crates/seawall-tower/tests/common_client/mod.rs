@@ -67,3 +67,11 @@ pub fn reply(status: u16, headers: &[(&'static str, String)]) -> axum::response:
     }
     r.body(axum::body::Body::empty()).unwrap()
 }
+
+/// The `Request-Timeout-Ms` of each request, in order (a request without one panics).
+pub fn timeouts_ms<'a>(requests: impl IntoIterator<Item = &'a http::HeaderMap>) -> Vec<u64> {
+    requests
+        .into_iter()
+        .map(|h| h["request-timeout-ms"].to_str().unwrap().parse().unwrap())
+        .collect()
+}

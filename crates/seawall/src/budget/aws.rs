@@ -125,11 +125,6 @@ impl AwsRetryQuota {
 }
 
 impl Budget for AwsRetryQuota {
-    /// A token bucket: no time in it.
-    fn uses_clock(&self) -> bool {
-        false
-    }
-
     /// `admit` ignores its draw: no random stream needs seeding for it.
     fn admit_draws(&self) -> bool {
         false

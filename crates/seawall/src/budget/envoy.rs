@@ -118,11 +118,6 @@ fn decrement(c: &AtomicI64) {
 }
 
 impl Budget for EnvoyRetryBudget {
-    /// Counts what is in flight: no time in it.
-    fn uses_clock(&self) -> bool {
-        false
-    }
-
     /// `admit` ignores its draw: no random stream needs seeding for it.
     fn admit_draws(&self) -> bool {
         false

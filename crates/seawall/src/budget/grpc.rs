@@ -59,11 +59,6 @@ impl GrpcThrottle {
 }
 
 impl Budget for GrpcThrottle {
-    /// A token bucket: no time in it.
-    fn uses_clock(&self) -> bool {
-        false
-    }
-
     /// `admit` ignores its draw: no random stream needs seeding for it.
     fn admit_draws(&self) -> bool {
         false

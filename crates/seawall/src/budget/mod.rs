@@ -141,15 +141,6 @@ pub trait Budget: Send + Sync + fmt::Debug {
         true
     }
 
-    /// Whether any of the budget's methods looks at its `now`. When false, a caller that has
-    /// no other use for the time (no deadline, no breaker) may skip reading its clock before a
-    /// call's first attempt and after its success: see
-    /// [`RetryPolicy::success_reads_clock`](crate::policy::RetryPolicy::success_reads_clock).
-    /// Default: true (always correct); say false only if every method ignores `now`.
-    fn uses_clock(&self) -> bool {
-        true
-    }
-
     /// May a retry be sent? `Some` pays for it.
     fn withdraw(&self, now: Instant, cause: RetryCause) -> Option<Withdrawal>;
 
@@ -169,9 +160,6 @@ impl<B: Budget + ?Sized> Budget for std::sync::Arc<B> {
     fn admit_draws(&self) -> bool {
         (**self).admit_draws()
     }
-    fn uses_clock(&self) -> bool {
-        (**self).uses_clock()
-    }
     fn withdraw(&self, now: Instant, cause: RetryCause) -> Option<Withdrawal> {
         (**self).withdraw(now, cause)
     }
@@ -190,9 +178,6 @@ pub struct Unlimited;
 
 impl Budget for Unlimited {
     fn admit_draws(&self) -> bool {
-        false
-    }
-    fn uses_clock(&self) -> bool {
         false
     }
     fn withdraw(&self, _: Instant, _: RetryCause) -> Option<Withdrawal> {
@@ -269,10 +254,6 @@ impl Budget for AnyBudget {
             | AnyBudget::Envoy(_) => false,
         }
     }
-    #[inline]
-    fn uses_clock(&self) -> bool {
-        dispatch!(self, b => b.uses_clock())
-    }
     fn withdraw(&self, now: Instant, cause: RetryCause) -> Option<Withdrawal> {
         dispatch!(self, b => b.withdraw(now, cause))
     }
@@ -329,42 +310,5 @@ mod tests {
             }
         }
         assert!(AnyBudget::from(AdaptiveThrottle::default()).admit_draws());
-    }
-
-    /// `AnyBudget::uses_clock` says which budgets may be given any `now`: driven through the
-    /// same operations, one with the real time and one with a clock stuck at zero, they must
-    /// answer alike at every step. The budgets that say they use the clock are the ones whose
-    /// windows show it.
-    #[test]
-    fn budgets_that_say_they_keep_no_time_ignore_now() {
-        // All but the ratio budget and the adaptive throttle, which count over time windows.
-        for make in &DETERMINISTIC[..4] {
-            let (timed, stuck) = (make(), make());
-            assert!(!timed.uses_clock(), "{timed:?}");
-            let mut now = Instant::ZERO;
-            for i in 0..400u32 {
-                let retry = i % 3 != 0;
-                let outcome = match i % 7 {
-                    0..=3 => AttemptOutcome::Failed(RetryCause::Transient),
-                    4 => AttemptOutcome::Abandoned,
-                    _ => AttemptOutcome::Answered,
-                };
-                // One step: admit, pay for a retry, then record the attempt or release the pay.
-                let step = |b: &AnyBudget, t: Instant| {
-                    let admitted = b.admit(t, retry, 0.5);
-                    let paid = if retry { b.withdraw(t, RetryCause::Transient) } else { None };
-                    match paid {
-                        Some(w) if i % 11 == 0 => b.release(t, w),
-                        _ => b.record(t, paid, outcome),
-                    }
-                    (admitted, paid)
-                };
-                assert_eq!(step(&timed, now), step(&stuck, Instant::ZERO), "{timed:?} step {i}");
-                // Steps long enough for any time window a budget kept to roll over.
-                now = now + Duration::from_millis(700);
-            }
-        }
-        assert!(AnyBudget::from(RatioBudget::default()).uses_clock());
-        assert!(AnyBudget::from(AdaptiveThrottle::default()).uses_clock());
     }
 }

@@ -5,7 +5,9 @@ use std::time::Duration;
 use crate::backoff::Backoff;
 use crate::error::{ConfigError, check_f64};
 
-/// Whether this layer owns retries for its call path.
+/// Whether this layer owns retries for its call path. A call carries its role from its start
+/// ([`RetryPolicy::start`](super::RetryPolicy::start) takes the configuration's,
+/// [`RetryPolicy::start_as`](super::RetryPolicy::start_as) the one an adapter's type fixes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Role {
     /// Retries, within the attempt cap, budget and deadline.
@@ -54,7 +56,7 @@ impl PolicyConfig {
         PolicyConfig { role: Role::FailFast, max_attempts: 1, ..Self::default() }
     }
 
-    /// The role.
+    /// The role of calls started with [`RetryPolicy::start`](super::RetryPolicy::start).
     pub fn role(&self) -> Role {
         self.role
     }

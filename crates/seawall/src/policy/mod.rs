@@ -10,7 +10,7 @@
 //! Middleware and the simulator drive the same code: the middleware sleeps for real, the
 //! simulator schedules an event. A policy has a [`Role`]: the **owner** of a call path retries;
 //! every other layer is **fail-fast** — one attempt, and a dependency's overload is passed upward
-//! as an explicit "overloaded; don't retry" ([`GiveUp::overloaded`]), so attempts never multiply
+//! as an explicit "overloaded; don't retry" ([`GiveUp::is_overloaded`]), so attempts never multiply
 //! across layers (rule 1).
 //!
 //! ```
@@ -140,6 +140,7 @@ pub struct Call {
     paid: Option<Withdrawal>,
     permit: Option<BreakerPermit>,
     last: Option<Class>,
+    role: Role,
 }
 
 impl Call {
@@ -233,23 +234,25 @@ impl<B: Budget> RetryPolicy<B> {
         &self.metrics
     }
 
-    /// Whether a call without a deadline needs the time before its first failure. When false
-    /// (no breaker, and a budget that keeps no time: [`Budget::uses_clock`]), [`start`],
-    /// the first [`before_attempt`] and an [`after_attempt`] reporting [`Class::Success`] of a
-    /// call whose deadline is `None` ignore their `now`, so a caller may skip reading its clock
-    /// for a call that succeeds at once, and read it after a failure: the success path of a
-    /// plain client call then reads no clock at all.
-    ///
-    /// [`start`]: Self::start
-    /// [`before_attempt`]: Self::before_attempt
-    /// [`after_attempt`]: Self::after_attempt
-    pub fn success_reads_clock(&self) -> bool {
-        self.breaker.is_some() || self.budget.uses_clock()
+    /// Starts a logical call in the role of the policy's configuration
+    /// ([`PolicyConfig::role`]).
+    pub fn start(&self, now: Instant, request: RequestInfo, deadline: Option<Deadline>) -> Call {
+        self.start_as(self.cfg.role, now, request, deadline)
     }
 
-    /// Starts a logical call.
-    pub fn start(&self, _now: Instant, request: RequestInfo, deadline: Option<Deadline>) -> Call {
+    /// Starts a logical call in `role`, whatever the configuration says: an adapter whose type
+    /// fixes the role (a retrying layer, a fail-fast layer) passes its own, so a policy shared
+    /// between both kinds of layer behaves as each layer must. A fail-fast call makes one
+    /// attempt whatever [`PolicyConfig::max_attempts`] says.
+    pub fn start_as(
+        &self,
+        role: Role,
+        _now: Instant,
+        request: RequestInfo,
+        deadline: Option<Deadline>,
+    ) -> Call {
         Call {
+            role,
             attempts: 0,
             in_flight: false,
             finished: false,
@@ -280,7 +283,7 @@ impl<B: Budget> RetryPolicy<B> {
 
     fn give_up(&self, call: &mut Call, now: Instant, reason: GiveUpReason) -> GiveUp {
         self.finish(call, now, Err(reason));
-        GiveUp::new(reason, self.cfg.role, call.last)
+        GiveUp::new(reason, call.role, call.last)
     }
 
     /// May the next attempt be sent now? On `Ok` send it and report with
@@ -291,7 +294,7 @@ impl<B: Budget> RetryPolicy<B> {
     #[inline(always)]
     pub fn before_attempt(&self, call: &mut Call, now: Instant) -> Result<Attempt, GiveUp> {
         if call.finished || call.in_flight {
-            return Err(GiveUp::new(GiveUpReason::AttemptsExhausted, self.cfg.role, call.last));
+            return Err(GiveUp::new(GiveUpReason::AttemptsExhausted, call.role, call.last));
         }
         let retry = call.attempts > 0;
         let time_left = call.deadline.map(|d| d.remaining(now));
@@ -342,7 +345,7 @@ impl<B: Budget> RetryPolicy<B> {
         if call.finished || !call.in_flight {
             return Decision::GiveUp(GiveUp::new(
                 GiveUpReason::AttemptsExhausted,
-                self.cfg.role,
+                call.role,
                 call.last,
             ));
         }
@@ -373,7 +376,7 @@ impl<B: Budget> RetryPolicy<B> {
         };
         let reason = if class == Class::Overloaded || hint == Hint::DontRetry {
             Some(GiveUpReason::ServerSaidDontRetry)
-        } else if call.attempts >= self.cfg.max_attempts || self.cfg.role == Role::FailFast {
+        } else if call.attempts >= self.cfg.max_attempts || call.role == Role::FailFast {
             Some(GiveUpReason::AttemptsExhausted)
         } else if !call.replayable {
             Some(GiveUpReason::NotReplayable)
@@ -418,6 +421,18 @@ impl<B: Budget> RetryPolicy<B> {
         }
         call.prev_wait = wait;
         Decision::Retry { after: wait }
+    }
+
+    /// The retry the last [`after_attempt`](Self::after_attempt) allowed cannot be sent after
+    /// all: the request is gone (its body said it could be replayed, then could not). Ends the
+    /// call with [`GiveUpReason::NotReplayable`], giving the retry's budget withdrawal back, and
+    /// returns the give-up to report. A call that is not waiting for a retry (finished, or an
+    /// attempt in flight) is left as it is and gets [`GiveUpReason::AttemptsExhausted`].
+    pub fn cancel_retry(&self, call: &mut Call, now: Instant) -> GiveUp {
+        if call.finished || call.in_flight {
+            return GiveUp::new(GiveUpReason::AttemptsExhausted, call.role, call.last);
+        }
+        self.give_up(call, now, GiveUpReason::NotReplayable)
     }
 
     /// The caller abandoned the call (cancelled, dropped): releases what it held and counts a

@@ -100,10 +100,22 @@ impl fmt::Display for GiveUpReason {
 }
 
 /// A give-up: why, and whether to tell the caller "overloaded; don't retry".
+///
+/// Only the policy builds one, from the reason, the layer's [`Role`] and the call's last
+/// outcome, so the two always agree: a request that may not be resent is never also
+/// "overloaded", and one event has one reason wherever it is counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct GiveUp {
+    pub(super) reason: GiveUpReason,
+    pub(super) overloaded: bool,
+}
+
+impl GiveUp {
     /// Why the call stopped.
-    pub reason: GiveUpReason,
+    pub const fn reason(&self) -> GiveUpReason {
+        self.reason
+    }
+
     /// True when the layer above must not retry, so adapters answer with the explicit overload
     /// signal (HTTP 503 + `Retry-Pushback-Ms: -1`, gRPC UNAVAILABLE + `grpc-retry-pushback-ms:
     /// -1`). That is the case when:
@@ -120,10 +132,10 @@ pub struct GiveUp {
     /// — which is what keeps a fleet at ≈ 1.1 attempts per request instead of 1.0 or 27. It is
     /// also false for answers and for requests that may not be resent (not retryable, not
     /// idempotent, not replayable, abandoned).
-    pub overloaded: bool,
-}
+    pub const fn is_overloaded(&self) -> bool {
+        self.overloaded
+    }
 
-impl GiveUp {
     pub(super) fn new(reason: GiveUpReason, role: Role, last: Option<Class>) -> Self {
         use GiveUpReason as R;
         let overloaded = match reason {

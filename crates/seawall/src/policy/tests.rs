@@ -336,54 +336,37 @@ fn calls_count_those_refused_before_any_attempt_and_attempts_count_only_what_was
 }
 
 #[test]
-fn a_policy_whose_successes_read_no_clock_decides_alike_whatever_time_they_get() {
-    use crate::breaker::{Breaker, BreakerConfig};
-    use crate::budget::RatioBudget;
+fn the_role_a_call_starts_in_decides_whatever_the_config_says() {
+    // One owner policy shared by an owner call and a fail-fast call: the fail-fast call makes
+    // one attempt, and its transient failure is not "overloaded" (the owner above may retry).
+    let p = RetryPolicy::new(PolicyConfig::default(), GrpcThrottle::default()).with_seed(1);
+    let mut ff = p.start_as(Role::FailFast, T0, RequestInfo::idempotent(), None);
+    p.before_attempt(&mut ff, T0).unwrap();
+    let d = p.after_attempt(&mut ff, T0, Class::Retryable(Transient::Connection), Hint::None);
+    assert_eq!(
+        d,
+        Decision::GiveUp(GiveUp { reason: GiveUpReason::AttemptsExhausted, overloaded: false })
+    );
+    let mut owner = p.start(T0, RequestInfo::idempotent(), None);
+    p.before_attempt(&mut owner, T0).unwrap();
+    let d = p.after_attempt(&mut owner, T0, Class::Retryable(Transient::Connection), Hint::None);
+    assert!(matches!(d, Decision::Retry { .. }), "{d:?}");
+}
 
-    let grpc = || RetryPolicy::new(PolicyConfig::default(), GrpcThrottle::default()).with_seed(3);
-    assert!(!grpc().success_reads_clock());
-    assert!(grpc().with_breaker(Breaker::new(BreakerConfig::default())).success_reads_clock());
-    let ratio = RetryPolicy::new(PolicyConfig::default(), RatioBudget::default());
-    assert!(ratio.success_reads_clock());
-
-    // The same calls through two policies: one is told the time throughout, the other only
-    // after a failure (a stuck clock before, as a caller that skipped reading it passes).
-    // Every third call fails twice first, every seventh fails for good.
-    let run = |told: bool| {
-        let p = grpc();
-        let mut now = T0;
-        let mut out = Vec::new();
-        for i in 0..300u32 {
-            now = now + ms(13);
-            let first = if told { now } else { T0 };
-            let mut call = p.start(first, RequestInfo::idempotent(), None);
-            let mut at = first;
-            let mut failures = 0;
-            loop {
-                let attempt = p.before_attempt(&mut call, at);
-                out.push(format!("{attempt:?}"));
-                if attempt.is_err() {
-                    break;
-                }
-                let fail = i % 7 == 0 || (i % 3 == 0 && failures < 2);
-                let class = if fail { fail_503() } else { Class::Success };
-                // A failure is reported with the real time; so is everything after it.
-                let end = if fail || failures > 0 || told { now } else { T0 };
-                let d = p.after_attempt(&mut call, end, class, Hint::None);
-                out.push(format!("{d:?}"));
-                match d {
-                    Decision::Retry { after } => {
-                        failures += 1;
-                        now = now + after;
-                        at = now;
-                    }
-                    _ => break,
-                }
-            }
-        }
-        (out, p.metrics().snapshot())
-    };
-    let (told, stuck) = (run(true), run(false));
-    assert!(told.0.iter().any(|d| d.starts_with("Retry")), "the calls retry");
-    assert_eq!(told, stuck);
+#[test]
+fn a_cancelled_retry_ends_the_call_once_as_not_replayable() {
+    let budget = GrpcThrottle::new(10, 0.1).unwrap();
+    let p = RetryPolicy::new(PolicyConfig::default(), budget).with_seed(2);
+    let mut call = p.start(T0, RequestInfo::idempotent(), None);
+    p.before_attempt(&mut call, T0).unwrap();
+    let d = p.after_attempt(&mut call, T0, Class::Retryable(Transient::Connection), Hint::None);
+    assert!(matches!(d, Decision::Retry { .. }), "{d:?}");
+    let g = p.cancel_retry(&mut call, T0);
+    assert_eq!((g.reason(), g.is_overloaded()), (GiveUpReason::NotReplayable, false));
+    assert!(call.is_finished());
+    // Abandoning the finished call counts nothing more: one event, one reason.
+    p.abandon(&mut call, T0);
+    let s = p.metrics().snapshot();
+    assert_eq!(s.give_ups(GiveUpReason::NotReplayable), 1);
+    assert_eq!(s.give_ups(GiveUpReason::Abandoned), 0);
 }

@@ -8,6 +8,7 @@ use std::task::{Context, Poll, ready};
 use http::{Request, Response};
 use pin_project_lite::pin_project;
 use seawall::budget::Budget;
+use seawall::time::Clock;
 use tower_service::Service;
 
 use crate::client::ReplayBody;
@@ -18,22 +19,24 @@ pin_project! {
     /// The future a [`FailFast`](super::FailFast) service returns: the call's one attempt, with
     /// the give-up turned into what the caller above must see. Unboxed, like
     /// [`RetryFuture`](crate::client::RetryFuture), which it wraps.
-    pub struct FailFastFuture<S, B, RB, Bu>
+    pub struct FailFastFuture<S, B, RB, Bu, C>
     where
         S: Service<Request<B>>,
         Bu: Budget,
+        C: Clock,
     {
         #[pin]
-        inner: RetryFuture<S, B, RB, Bu>,
+        inner: RetryFuture<S, B, RB, Bu, C>,
     }
 }
 
-impl<S, B, RB, Bu> FailFastFuture<S, B, RB, Bu>
+impl<S, B, RB, Bu, C> FailFastFuture<S, B, RB, Bu, C>
 where
     S: Service<Request<B>>,
     Bu: Budget,
+    C: Clock,
 {
-    pub(crate) fn new(inner: RetryFuture<S, B, RB, Bu>) -> Self {
+    pub(crate) fn new(inner: RetryFuture<S, B, RB, Bu, C>) -> Self {
         FailFastFuture { inner }
     }
 }
@@ -53,7 +56,7 @@ fn answer<RB: Default>(e: GaveUpError<RB>) -> Result<Response<RB>, BoxError> {
     }
 }
 
-impl<S, B, RB, Bu> Future for FailFastFuture<S, B, RB, Bu>
+impl<S, B, RB, Bu, C> Future for FailFastFuture<S, B, RB, Bu, C>
 where
     S: Service<Request<B>, Response = Response<RB>> + Send + 'static,
     S::Future: Send,
@@ -61,6 +64,7 @@ where
     B: ReplayBody + Send + 'static,
     RB: Default + Send + 'static,
     Bu: Budget + 'static,
+    C: Clock + 'static,
 {
     type Output = Result<Response<RB>, BoxError>;
 
@@ -72,10 +76,11 @@ where
     }
 }
 
-impl<S, B, RB, Bu> fmt::Debug for FailFastFuture<S, B, RB, Bu>
+impl<S, B, RB, Bu, C> fmt::Debug for FailFastFuture<S, B, RB, Bu, C>
 where
     S: Service<Request<B>>,
     Bu: Budget,
+    C: Clock,
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("FailFastFuture(..)")

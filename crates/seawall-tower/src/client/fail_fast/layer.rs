@@ -3,10 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use seawall::ConfigError;
 use seawall::budget::{Budget, Unlimited};
 use seawall::classify::HttpClassifier;
 use seawall::policy::{PolicyConfig, RetryPolicy, Role};
+use seawall::time::{Clock, SystemClock};
 use tower_layer::Layer;
 
 use super::FailFast;
@@ -38,11 +38,11 @@ use crate::client::metrics::ClientMetrics;
 /// # }
 /// ```
 #[derive(Debug)]
-pub struct FailFastLayer<Bu = Unlimited> {
-    shared: LayerConfig<Bu>,
+pub struct FailFastLayer<Bu = Unlimited, C = SystemClock> {
+    shared: LayerConfig<Bu, C>,
 }
 
-impl<Bu> Clone for FailFastLayer<Bu> {
+impl<Bu, C> Clone for FailFastLayer<Bu, C> {
     fn clone(&self) -> Self {
         FailFastLayer { shared: self.shared.clone() }
     }
@@ -58,20 +58,26 @@ impl FailFastLayer {
     /// One attempt, no breaker.
     pub fn new() -> Self {
         Self::from_shared_policy(Arc::new(RetryPolicy::new(PolicyConfig::fail_fast(), Unlimited)))
-            .unwrap_or_else(|_| unreachable!("fail_fast() has the FailFast role"))
     }
 }
 
 impl<Bu: Budget> FailFastLayer<Bu> {
-    /// A layer running `policy`, which must have the [`Role::FailFast`] role.
-    pub fn from_policy(policy: RetryPolicy<Bu>) -> Result<Self, ConfigError> {
+    /// A layer running `policy`. The layer fails fast whatever the policy's
+    /// [`PolicyConfig::role`] says: its calls start as [`Role::FailFast`], one attempt each.
+    pub fn from_policy(policy: RetryPolicy<Bu>) -> Self {
         Self::from_shared_policy(Arc::new(policy))
     }
 
-    /// A layer running a shared policy, which must have the [`Role::FailFast`] role.
-    pub fn from_shared_policy(policy: Arc<RetryPolicy<Bu>>) -> Result<Self, ConfigError> {
-        let config = LayerConfig::new(policy, Role::FailFast, "fail_fast_layer.policy.role")?;
-        Ok(FailFastLayer { shared: config })
+    /// A layer running a shared policy (its budget, breaker, control and metrics shared).
+    pub fn from_shared_policy(policy: Arc<RetryPolicy<Bu>>) -> Self {
+        FailFastLayer { shared: LayerConfig::new(policy, Role::FailFast, SystemClock) }
+    }
+}
+
+impl<Bu: Budget, C: Clock + Clone> FailFastLayer<Bu, C> {
+    /// Reads the time from `clock` (see [`RetryLayer::with_clock`](crate::client::RetryLayer::with_clock)).
+    pub fn with_clock<C2: Clock + Clone>(self, clock: C2) -> FailFastLayer<Bu, C2> {
+        FailFastLayer { shared: self.shared.with_clock(clock) }
     }
 
     /// The policy.
@@ -95,8 +101,8 @@ impl<Bu: Budget> FailFastLayer<Bu> {
     }
 }
 
-impl<S, Bu> Layer<S> for FailFastLayer<Bu> {
-    type Service = FailFast<S, Bu>;
+impl<S, Bu, C> Layer<S> for FailFastLayer<Bu, C> {
+    type Service = FailFast<S, Bu, C>;
 
     fn layer(&self, inner: S) -> Self::Service {
         FailFast { inner, shared: self.shared.for_service() }

@@ -26,6 +26,7 @@ use std::task::{Context, Poll};
 
 use http::{Request, Response};
 use seawall::budget::{Budget, Unlimited};
+use seawall::time::{Clock, SystemClock};
 use tower_service::Service;
 
 pub use future::FailFastFuture;
@@ -38,18 +39,18 @@ use crate::client::retry::{BoxError, RetryFuture};
 /// One attempt per call; overload below becomes "overloaded; don't retry" above. Built by
 /// [`FailFastLayer`].
 #[derive(Debug)]
-pub struct FailFast<S, Bu = Unlimited> {
+pub struct FailFast<S, Bu = Unlimited, C = SystemClock> {
     inner: S,
-    shared: Arc<Shared<Bu>>,
+    shared: Arc<Shared<Bu, C>>,
 }
 
-impl<S: Clone, Bu> Clone for FailFast<S, Bu> {
+impl<S: Clone, Bu, C> Clone for FailFast<S, Bu, C> {
     fn clone(&self) -> Self {
         FailFast { inner: self.inner.clone(), shared: self.shared.clone() }
     }
 }
 
-impl<S, B, RB, Bu> Service<Request<B>> for FailFast<S, Bu>
+impl<S, B, RB, Bu, C> Service<Request<B>> for FailFast<S, Bu, C>
 where
     S: Service<Request<B>, Response = Response<RB>> + Clone + Send + 'static,
     S::Future: Send,
@@ -57,10 +58,11 @@ where
     B: ReplayBody + Send + 'static,
     RB: Default + Send + 'static,
     Bu: Budget + 'static,
+    C: Clock + 'static,
 {
     type Response = Response<RB>;
     type Error = BoxError;
-    type Future = FailFastFuture<S, B, RB, Bu>;
+    type Future = FailFastFuture<S, B, RB, Bu, C>;
 
     /// Always ready; the inner service's readiness is awaited inside the call.
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {

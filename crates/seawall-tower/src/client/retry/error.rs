@@ -35,8 +35,9 @@ pub enum LastOutcome<B> {
 /// [`GaveUpError::into_response`] (HTTP 503 + `Retry-Pushback-Ms: -1`, or gRPC UNAVAILABLE +
 /// `grpc-retry-pushback-ms: -1`) so that no layer above retries it.
 ///
-/// The last outcome sits behind a `Mutex` only so the error is `Sync` (tower boxes errors as
-/// `Send + Sync`) even when the response body is not, as with tonic's.
+/// A transport error is the error's [`source`](StdError::source), so error reporters that walk
+/// the chain print it. The last response sits behind a `Mutex` only so the error is `Sync`
+/// (tower boxes errors as `Send + Sync`) even when the response body is not, as with tonic's.
 ///
 /// ```
 /// use seawall::policy::GiveUpReason;
@@ -54,16 +55,27 @@ pub struct GaveUpError<B> {
     attempts: u32,
     grpc: bool,
     status: Option<http::StatusCode>,
-    last: Mutex<LastOutcome<B>>,
+    last: Last<B>,
+}
+
+/// [`LastOutcome`] as the error keeps it: the response behind a `Mutex` (a body need not be
+/// `Sync`), the transport error as it is (it is `Send + Sync`), so that `source` can lend it.
+enum Last<B> {
+    Response(Mutex<http::Response<B>>),
+    Error(BoxError),
+    TimedOut,
+    NotSent,
 }
 
 impl<B> GaveUpError<B> {
     pub(crate) fn new(give_up: GiveUp, attempts: u32, grpc: bool, last: LastOutcome<B>) -> Self {
-        let status = match &last {
-            LastOutcome::Response(r) => Some(r.status()),
-            _ => None,
+        let (status, last) = match last {
+            LastOutcome::Response(r) => (Some(r.status()), Last::Response(Mutex::new(r))),
+            LastOutcome::Error(e) => (None, Last::Error(e)),
+            LastOutcome::TimedOut => (None, Last::TimedOut),
+            LastOutcome::NotSent => (None, Last::NotSent),
         };
-        GaveUpError { give_up, attempts, grpc, status, last: Mutex::new(last) }
+        GaveUpError { give_up, attempts, grpc, status, last }
     }
 
     pub(crate) fn is_grpc(&self) -> bool {
@@ -72,7 +84,7 @@ impl<B> GaveUpError<B> {
 
     /// Why the call stopped (the core's reason).
     pub fn reason(&self) -> GiveUpReason {
-        self.give_up.reason
+        self.give_up.reason()
     }
 
     /// The core's give-up, reason and overload flag together.
@@ -83,7 +95,7 @@ impl<B> GaveUpError<B> {
     /// True when the caller must not retry: the dependency failed or refused, and this layer
     /// already spent what retries it was allowed.
     pub fn is_overloaded(&self) -> bool {
-        self.give_up.overloaded
+        self.give_up.is_overloaded()
     }
 
     /// Attempts sent (0 if the policy refused the first).
@@ -96,14 +108,33 @@ impl<B> GaveUpError<B> {
         self.status
     }
 
-    /// The last outcome, by mutable reference.
-    pub fn last_mut(&mut self) -> &mut LastOutcome<B> {
-        self.last.get_mut().unwrap_or_else(|p| p.into_inner())
+    /// The last response, if the last attempt got one, by mutable reference.
+    pub fn response_mut(&mut self) -> Option<&mut http::Response<B>> {
+        match &mut self.last {
+            Last::Response(r) => Some(r.get_mut().unwrap_or_else(|p| p.into_inner())),
+            _ => None,
+        }
+    }
+
+    /// The last attempt's transport error, if it failed with one (also the error's
+    /// [`source`](StdError::source)).
+    pub fn transport_error(&self) -> Option<&(dyn StdError + Send + Sync + 'static)> {
+        match &self.last {
+            Last::Error(e) => Some(&**e),
+            _ => None,
+        }
     }
 
     /// The last outcome, by value.
     pub fn into_last(self) -> LastOutcome<B> {
-        self.last.into_inner().unwrap_or_else(|p| p.into_inner())
+        match self.last {
+            Last::Response(r) => {
+                LastOutcome::Response(r.into_inner().unwrap_or_else(|p| p.into_inner()))
+            }
+            Last::Error(e) => LastOutcome::Error(e),
+            Last::TimedOut => LastOutcome::TimedOut,
+            Last::NotSent => LastOutcome::NotSent,
+        }
     }
 
     /// The response to give the caller above: the explicit overload signal when
@@ -113,7 +144,7 @@ impl<B> GaveUpError<B> {
     where
         B: Default,
     {
-        let (overloaded, grpc) = (self.give_up.overloaded, self.grpc);
+        let (overloaded, grpc) = (self.give_up.is_overloaded(), self.grpc);
         match self.into_last() {
             LastOutcome::Response(r) if !overloaded => r,
             _ => overloaded_response(grpc),
@@ -124,8 +155,8 @@ impl<B> GaveUpError<B> {
 impl<B> fmt::Debug for GaveUpError<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GaveUpError")
-            .field("reason", &self.give_up.reason)
-            .field("overloaded", &self.give_up.overloaded)
+            .field("reason", &self.give_up.reason())
+            .field("overloaded", &self.give_up.is_overloaded())
             .field("attempts", &self.attempts)
             .field("status", &self.status)
             .finish_non_exhaustive()
@@ -134,11 +165,11 @@ impl<B> fmt::Debug for GaveUpError<B> {
 
 impl<B> fmt::Display for GaveUpError<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "gave up after {} attempt(s): {}", self.attempts, self.give_up.reason)?;
+        write!(f, "gave up after {} attempt(s): {}", self.attempts, self.give_up.reason())?;
         if let Some(s) = self.status {
             write!(f, " (last status {s})")?;
         }
-        if self.give_up.overloaded {
+        if self.give_up.is_overloaded() {
             f.write_str("; overloaded, don't retry")?;
         }
         Ok(())
@@ -146,8 +177,11 @@ impl<B> fmt::Display for GaveUpError<B> {
 }
 
 impl<B> StdError for GaveUpError<B> {
+    /// The transport error the last attempt failed with, if it did.
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
-        // The transport error cannot be borrowed through the Mutex; use `into_last` for it.
-        None
+        match &self.last {
+            Last::Error(e) => Some(&**e),
+            _ => None,
+        }
     }
 }

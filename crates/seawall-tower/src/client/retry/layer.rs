@@ -3,10 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use seawall::ConfigError;
 use seawall::budget::{AnyBudget, Budget, GrpcThrottle};
 use seawall::classify::HttpClassifier;
 use seawall::policy::{PolicyConfig, RetryPolicy, Role};
+use seawall::time::{Clock, SystemClock};
 use tower_layer::Layer;
 
 use super::Retry;
@@ -19,7 +19,8 @@ use crate::client::metrics::ClientMetrics;
 /// success), full jitter from 50 ms (1 s after throttling) capped at 20 s, server hints honoured
 /// with up to +50 % jitter, no deadline unless the request carries one (set
 /// [`with_default_timeout`](Self::with_default_timeout) at the edge), 500 not retried, no
-/// idempotency keys stamped.
+/// idempotency keys stamped, the monotonic clock ([`SystemClock`]; see
+/// [`with_clock`](Self::with_clock)).
 ///
 /// ```
 /// use bytes::Bytes;
@@ -52,11 +53,11 @@ use crate::client::metrics::ClientMetrics;
 /// # }
 /// ```
 #[derive(Debug)]
-pub struct RetryLayer<Bu = AnyBudget> {
-    shared: LayerConfig<Bu>,
+pub struct RetryLayer<Bu = AnyBudget, C = SystemClock> {
+    shared: LayerConfig<Bu, C>,
 }
 
-impl<Bu> Clone for RetryLayer<Bu> {
+impl<Bu, C> Clone for RetryLayer<Bu, C> {
     fn clone(&self) -> Self {
         RetryLayer { shared: self.shared.clone() }
     }
@@ -73,21 +74,31 @@ impl RetryLayer {
     pub fn new() -> Self {
         let budget = AnyBudget::Grpc(GrpcThrottle::default());
         Self::from_shared_policy(Arc::new(RetryPolicy::new(PolicyConfig::default(), budget)))
-            .unwrap_or_else(|_| unreachable!("the default policy owns retries"))
     }
 }
 
 impl<Bu: Budget> RetryLayer<Bu> {
-    /// A layer running `policy`, which must have the [`Role::Owner`] role.
-    pub fn from_policy(policy: RetryPolicy<Bu>) -> Result<Self, ConfigError> {
+    /// A layer running `policy`. The layer owns retries whatever the policy's
+    /// [`PolicyConfig::role`] says: its calls start as [`Role::Owner`].
+    pub fn from_policy(policy: RetryPolicy<Bu>) -> Self {
         Self::from_shared_policy(Arc::new(policy))
     }
 
     /// A layer running a policy shared with other layers or code (its budget, breaker, control
     /// and metrics are then shared too — one per dependency is the intended use).
-    pub fn from_shared_policy(policy: Arc<RetryPolicy<Bu>>) -> Result<Self, ConfigError> {
-        let config = LayerConfig::new(policy, Role::Owner, "retry_layer.policy.role")?;
-        Ok(RetryLayer { shared: config })
+    pub fn from_shared_policy(policy: Arc<RetryPolicy<Bu>>) -> Self {
+        RetryLayer { shared: LayerConfig::new(policy, Role::Owner, SystemClock) }
+    }
+}
+
+impl<Bu: Budget, C: Clock + Clone> RetryLayer<Bu, C> {
+    /// Reads the time from `clock`: deadlines, attempt timeouts, the budget's and breaker's
+    /// windows and HTTP-date hints. The waits themselves are tokio timers, so a clock other
+    /// than tokio's own must move with them: [`TokioClock`](crate::time::TokioClock) runs the
+    /// layer on a paused runtime's virtual time. A [`RequestDeadline`](crate::wire::RequestDeadline)
+    /// the layer reads must come from the same clock.
+    pub fn with_clock<C2: Clock + Clone>(self, clock: C2) -> RetryLayer<Bu, C2> {
+        RetryLayer { shared: self.shared.with_clock(clock) }
     }
 
     /// The policy (its control, budget, breaker and core metrics).
@@ -119,8 +130,8 @@ impl<Bu: Budget> RetryLayer<Bu> {
     }
 }
 
-impl<S, Bu> Layer<S> for RetryLayer<Bu> {
-    type Service = Retry<S, Bu>;
+impl<S, Bu, C> Layer<S> for RetryLayer<Bu, C> {
+    type Service = Retry<S, Bu, C>;
 
     fn layer(&self, inner: S) -> Self::Service {
         Retry { inner, shared: self.shared.for_service() }

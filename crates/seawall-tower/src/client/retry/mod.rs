@@ -35,6 +35,7 @@ use std::task::{Context, Poll};
 
 use http::{Request, Response};
 use seawall::budget::{AnyBudget, Budget};
+use seawall::time::{Clock, SystemClock};
 use tower_service::Service;
 
 pub use error::{BoxError, GaveUpError, LastOutcome};
@@ -46,25 +47,25 @@ use crate::client::engine::Shared;
 
 /// Retries a wrapped HTTP or gRPC service by the core policy. Built by [`RetryLayer`].
 #[derive(Debug)]
-pub struct Retry<S, Bu = AnyBudget> {
+pub struct Retry<S, Bu = AnyBudget, C = SystemClock> {
     inner: S,
-    shared: Arc<Shared<Bu>>,
+    shared: Arc<Shared<Bu, C>>,
 }
 
-impl<S: Clone, Bu> Clone for Retry<S, Bu> {
+impl<S: Clone, Bu, C> Clone for Retry<S, Bu, C> {
     fn clone(&self) -> Self {
         Retry { inner: self.inner.clone(), shared: self.shared.clone() }
     }
 }
 
-impl<S, Bu> Retry<S, Bu> {
+impl<S, Bu, C> Retry<S, Bu, C> {
     /// The wrapped service.
     pub fn get_ref(&self) -> &S {
         &self.inner
     }
 }
 
-impl<S, B, RB, Bu> Service<Request<B>> for Retry<S, Bu>
+impl<S, B, RB, Bu, C> Service<Request<B>> for Retry<S, Bu, C>
 where
     S: Service<Request<B>, Response = Response<RB>> + Clone + Send + 'static,
     S::Future: Send,
@@ -72,10 +73,11 @@ where
     B: ReplayBody + Send + 'static,
     RB: Send + 'static,
     Bu: Budget + 'static,
+    C: Clock + 'static,
 {
     type Response = Response<RB>;
     type Error = GaveUpError<RB>;
-    type Future = RetryFuture<S, B, RB, Bu>;
+    type Future = RetryFuture<S, B, RB, Bu, C>;
 
     /// Always ready: readiness of the inner service is awaited before each attempt, inside the
     /// call, so a retry never holds a slot it is not using.

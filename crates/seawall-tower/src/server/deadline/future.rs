@@ -43,12 +43,12 @@ impl<F, B> ResponseFuture<F, B> {
 
     pub(super) fn running(
         fut: F,
-        at: tokio::time::Instant,
+        left: std::time::Duration,
         metrics: Option<ServerMetrics>,
         grpc: bool,
     ) -> Self {
         ResponseFuture {
-            kind: Kind::Running { fut, sleep: tokio::time::sleep_until(at), metrics, grpc },
+            kind: Kind::Running { fut, sleep: tokio::time::sleep(left), metrics, grpc },
         }
     }
 }

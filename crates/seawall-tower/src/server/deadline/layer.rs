@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use seawall::time::{Clock, SystemClock};
 use tower_layer::Layer;
 
 use super::DeadlineService;
@@ -24,12 +25,17 @@ pub enum MalformedTimeout {
 }
 
 /// Reads, clamps and enforces the caller's deadline. See the [module docs](super).
+///
+/// The deadline is an instant of the layer's clock (`C`, [`SystemClock`] unless
+/// [`with_clock`](Self::with_clock) says otherwise), and client layers below read it on theirs:
+/// build them on the same clock.
 #[derive(Debug, Clone)]
-pub struct DeadlineLayer {
+pub struct DeadlineLayer<C = SystemClock> {
     default: Duration,
     max: Duration,
     malformed: MalformedTimeout,
     metrics: Option<ServerMetrics>,
+    clock: C,
 }
 
 impl Default for DeadlineLayer {
@@ -46,7 +52,19 @@ impl DeadlineLayer {
             max: DEFAULT_MAX,
             malformed: MalformedTimeout::Reject,
             metrics: None,
+            clock: SystemClock,
         }
+    }
+}
+
+impl<C: Clock + Clone> DeadlineLayer<C> {
+    /// Reads the time from `clock`. The deadline's timer is a tokio timer set for the time
+    /// left by `clock`, so a clock other than tokio's must move with tokio's:
+    /// [`TokioClock`](crate::time::TokioClock) runs the layer on a paused runtime's virtual
+    /// time.
+    pub fn with_clock<C2: Clock + Clone>(self, clock: C2) -> DeadlineLayer<C2> {
+        let DeadlineLayer { default, max, malformed, metrics, .. } = self;
+        DeadlineLayer { default, max, malformed, metrics, clock }
     }
 
     /// The deadline of requests that carry none (clamped to the maximum).
@@ -74,16 +92,17 @@ impl DeadlineLayer {
     }
 }
 
-impl<S> Layer<S> for DeadlineLayer {
-    type Service = DeadlineService<S>;
+impl<S, C: Clone> Layer<S> for DeadlineLayer<C> {
+    type Service = DeadlineService<S, C>;
 
-    fn layer(&self, inner: S) -> DeadlineService<S> {
+    fn layer(&self, inner: S) -> DeadlineService<S, C> {
         DeadlineService {
             inner,
             default: self.default,
             max: self.max,
             malformed: self.malformed,
             metrics: self.metrics.clone(),
+            clock: self.clock.clone(),
         }
     }
 }

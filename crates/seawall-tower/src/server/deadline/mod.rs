@@ -32,7 +32,8 @@
 //! A malformed header is rejected by default because a caller that sends one has a bug that
 //! silently dropping its deadline would hide, and a 400 is never retried.
 //!
-//! The deadline timer needs a tokio runtime with the time driver enabled.
+//! The deadline timer needs a tokio runtime with the time driver enabled. The layer reads the
+//! time from its clock ([`DeadlineLayer::with_clock`]; `time::TokioClock` for virtual time).
 
 mod future;
 mod layer;
@@ -80,17 +81,19 @@ pub fn resolve(
 
 /// The service [`DeadlineLayer`] makes.
 #[derive(Debug, Clone)]
-pub struct DeadlineService<S> {
+pub struct DeadlineService<S, C = SystemClock> {
     inner: S,
     default: Duration,
     max: Duration,
     malformed: MalformedTimeout,
     metrics: Option<ServerMetrics>,
+    clock: C,
 }
 
-impl<S, ReqB, ResB> Service<Request<ReqB>> for DeadlineService<S>
+impl<S, C, ReqB, ResB> Service<Request<ReqB>> for DeadlineService<S, C>
 where
     S: Service<Request<ReqB>, Response = Response<ResB>>,
+    C: Clock,
     ResB: Default,
 {
     type Response = Response<ResB>;
@@ -103,7 +106,7 @@ where
 
     fn call(&mut self, mut req: Request<ReqB>) -> Self::Future {
         let grpc = response::is_grpc(req.headers());
-        let now = SystemClock.now();
+        let now = self.clock.now();
         let deadline = match resolve(req.headers(), now, self.default, self.max) {
             Ok(d) => d,
             Err(_) if self.malformed == MalformedTimeout::Ignore => {
@@ -128,8 +131,9 @@ where
             ));
         }
         req.extensions_mut().insert(RequestDeadline(deadline));
-        let at = tokio::time::Instant::from_std(SystemClock::to_std(deadline.instant()));
-        ResponseFuture::running(self.inner.call(req), at, self.metrics.clone(), grpc)
+        // The time left by the layer's clock, on tokio's timer (which a `TokioClock` shares).
+        let left = deadline.remaining(now);
+        ResponseFuture::running(self.inner.call(req), left, self.metrics.clone(), grpc)
     }
 }
 
