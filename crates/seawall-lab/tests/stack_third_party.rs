@@ -1,0 +1,215 @@
+//! The example stack of `crates/seawall-lab/stack/`, made of retriers nobody on this project
+//! wrote: edge load → HAProxy (`retries`, `retry-on 503`) → nginx (`proxy_next_upstream
+//! error timeout http_503`, `proxy_next_upstream_tries`) over several backends → `seawall
+//! proxy --http` → the backends' shared dependency.
+//!
+//! While the proxy fails the dependency (503), the attempts reaching it per edge request are
+//! measured from the proxy's `/metrics` and set beside the product of the configured
+//! attempts; the same stack with HAProxy's and nginx's retries off (and the backend at one
+//! attempt) is the control, ≈ 1. Skips with a message when haproxy or nginx is missing,
+//! unless `SEAWALL_REQUIRE_EXTERNAL` is set (then it fails).
+
+mod stack;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use seawall::time::SystemClock;
+use seawall_lab::proxy::{Fault, Mode, Proxy, ProxyConfig};
+use stack::procs::{Guard, Retries, find_program, free_port, start_haproxy, start_nginx};
+use stack::servers::{Outcome, Server, backend, dependency, edge_load};
+
+/// Backend instances behind nginx (nginx's tries go to the next one, so it needs several).
+const BACKENDS: usize = 3;
+
+/// The "before": each layer retries as its documentation allows.
+const BEFORE: Retries = Retries {
+    haproxy_retries: 2,
+    haproxy_retry_on: "503",
+    nginx_next_upstream: "error timeout http_503",
+    nginx_tries: 3,
+};
+/// The backend's own naive retry in the "before": 2 attempts.
+const BEFORE_BACKEND_ATTEMPTS: u32 = 2;
+
+/// The control: the same stack with every layer at one attempt.
+const CONTROL: Retries = Retries {
+    haproxy_retries: 0,
+    haproxy_retry_on: "none",
+    nginx_next_upstream: "off",
+    nginx_tries: 1,
+};
+
+/// Edge load per phase: `WORKERS` loops of `EACH` requests.
+const WORKERS: usize = 4;
+const EACH: usize = 15;
+
+fn programs() -> Option<(PathBuf, PathBuf)> {
+    match (find_program("haproxy"), find_program("nginx")) {
+        (Some(h), Some(n)) => Some((h, n)),
+        (h, n) => {
+            let missing = [("haproxy", h.is_none()), ("nginx", n.is_none())]
+                .iter()
+                .filter(|(_, m)| *m)
+                .map(|(p, _)| *p)
+                .collect::<Vec<_>>()
+                .join(" and ");
+            assert!(
+                std::env::var_os("SEAWALL_REQUIRE_EXTERNAL").is_none(),
+                "{missing} missing and SEAWALL_REQUIRE_EXTERNAL is set (see .ci/setup/stack.sh)"
+            );
+            eprintln!(
+                "skipping the third-party stack: {missing} not installed (apt install haproxy nginx)"
+            );
+            None
+        }
+    }
+}
+
+/// One running stack; dropping it stops HAProxy, nginx, the backends, the proxy and the
+/// dependency (fields drop in order, edge first).
+struct Stack {
+    _haproxy: Guard,
+    _nginx: Guard,
+    _backends: Vec<Server>,
+    proxy: Proxy,
+    _dependency: Server,
+    edge: String,
+}
+
+async fn start_stack(bins: &(PathBuf, PathBuf), r: &Retries, backend_attempts: u32) -> Stack {
+    let dependency = dependency().await;
+    let mut config =
+        ProxyConfig::new("127.0.0.1:0", &dependency.addr.to_string(), Mode::Http).unwrap();
+    config.control = Some("127.0.0.1:0".parse().unwrap());
+    let proxy = Proxy::start(config, Arc::new(SystemClock)).await.unwrap();
+    let mut backends = Vec::new();
+    for _ in 0..BACKENDS {
+        backends.push(backend(proxy.listen_addr(), backend_attempts).await);
+    }
+    let addrs: Vec<SocketAddr> = backends.iter().map(|b| b.addr).collect();
+    let (nginx_port, edge_port) = (free_port(), free_port());
+    let (haproxy_bin, nginx_bin) = bins.clone();
+    let r2 = *r;
+    let (nginx, haproxy) = tokio::task::spawn_blocking(move || {
+        let nginx = start_nginx(&nginx_bin, nginx_port, &addrs, &r2);
+        let haproxy = start_haproxy(&haproxy_bin, edge_port, nginx_port, &r2);
+        (nginx, haproxy)
+    })
+    .await
+    .unwrap();
+    Stack {
+        _haproxy: haproxy,
+        _nginx: nginx,
+        _backends: backends,
+        proxy,
+        _dependency: dependency,
+        edge: format!("http://127.0.0.1:{edge_port}/checkout"),
+    }
+}
+
+/// `seawall_proxy_requests_total` from the proxy's `/metrics` (parsed strictly).
+async fn requests_at_dependency(control: SocketAddr) -> u64 {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
+    let r = client.get(format!("http://{control}/metrics").parse().unwrap()).await.unwrap();
+    let body = r.into_body().collect().await.unwrap().to_bytes();
+    let text = std::str::from_utf8(&body).unwrap();
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("seawall_proxy_requests_total "))
+        .unwrap_or_else(|| panic!("no seawall_proxy_requests_total in\n{text}"));
+    line.trim().parse().unwrap()
+}
+
+/// One phase of edge load and what reached the dependency meanwhile.
+#[derive(Debug)]
+struct Phase {
+    edge: Outcome,
+    at_dependency: u64,
+    secs: f64,
+}
+
+impl Phase {
+    fn multiplier(&self) -> f64 {
+        self.at_dependency as f64 / self.edge.sent().max(1) as f64
+    }
+}
+
+async fn phase(s: &Stack) -> Phase {
+    let control = s.proxy.control_addr().unwrap();
+    let before = requests_at_dependency(control).await;
+    let t = Instant::now();
+    let edge = edge_load(&s.edge, WORKERS, EACH).await;
+    let secs = t.elapsed().as_secs_f64();
+    let at_dependency = requests_at_dependency(control).await - before;
+    Phase { edge, at_dependency, secs }
+}
+
+/// Healthy, then while the proxy answers 503 for everything.
+async fn healthy_then_fault(s: &Stack) -> (Phase, Phase) {
+    let healthy = phase(s).await;
+    s.proxy.add_fault("fail:600".parse::<Fault>().unwrap()).unwrap();
+    let fault = phase(s).await;
+    s.proxy.clear_faults();
+    (healthy, fault)
+}
+
+fn print(name: &str, product: u32, healthy: &Phase, fault: &Phase) {
+    eprintln!(
+        "{name}: configured product {product}; healthy: {} edge requests ({} ok) → {} at the \
+         dependency ({:.2}×); fault: {} edge requests ({} ok) → {} at the dependency ({:.2}×), \
+         {:.0} edge req/s → {:.0} dependency req/s",
+        healthy.edge.sent(),
+        healthy.edge.ok,
+        healthy.at_dependency,
+        healthy.multiplier(),
+        fault.edge.sent(),
+        fault.edge.ok,
+        fault.at_dependency,
+        fault.multiplier(),
+        fault.edge.sent() as f64 / fault.secs,
+        fault.at_dependency as f64 / fault.secs,
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn third_party_retriers_multiply_at_the_dependency_and_the_control_does_not() {
+    let Some(bins) = programs() else { return };
+    let edge = (WORKERS * EACH) as u64;
+
+    // Before: HAProxy 1 + retries, × nginx tries (over BACKENDS ≥ tries instances), × backend.
+    let product = (1 + BEFORE.haproxy_retries) * BEFORE.nginx_tries * BEFORE_BACKEND_ATTEMPTS;
+    let (healthy, fault) = {
+        let s = start_stack(&bins, &BEFORE, BEFORE_BACKEND_ATTEMPTS).await;
+        healthy_then_fault(&s).await
+    };
+    print("before", product, &healthy, &fault);
+    assert_eq!(healthy.edge.ok, edge, "healthy: every edge request answered");
+    assert_eq!(healthy.at_dependency, edge, "healthy: one dependency request per edge request");
+    assert_eq!(fault.edge.failed, edge, "during the fault no edge request succeeds");
+    let m = fault.multiplier();
+    // Each layer's cap is exact and every try fails, so the product is reached unless a layer
+    // gives up early; 0.8 leaves room for one layer cutting a try short now and then.
+    assert!(
+        m >= 0.8 * f64::from(product) && m <= f64::from(product) + 0.01,
+        "measured {m:.2}× at the dependency per edge request, configured product {product}"
+    );
+
+    // Control: every layer at one attempt.
+    let control_product = (1 + CONTROL.haproxy_retries) * CONTROL.nginx_tries;
+    let (healthy, fault) = {
+        let s = start_stack(&bins, &CONTROL, 1).await;
+        healthy_then_fault(&s).await
+    };
+    print("control", control_product, &healthy, &fault);
+    assert_eq!(healthy.edge.ok, edge);
+    assert_eq!(fault.edge.failed, edge);
+    let m = fault.multiplier();
+    assert!((0.9..=1.1).contains(&m), "control: {m:.2}× at the dependency, expected ≈ 1");
+}
