@@ -83,14 +83,19 @@ struct Stack {
     edge: String,
 }
 
-async fn start_stack(bins: &(PathBuf, PathBuf), r: &Retries, backend_attempts: u32) -> Stack {
+async fn start_stack(
+    bins: &(PathBuf, PathBuf),
+    r: &Retries,
+    instances: usize,
+    backend_attempts: u32,
+) -> Stack {
     let dependency = dependency().await;
     let mut config =
         ProxyConfig::new("127.0.0.1:0", &dependency.addr.to_string(), Mode::Http).unwrap();
     config.control = Some("127.0.0.1:0".parse().unwrap());
     let proxy = Proxy::start(config, Arc::new(SystemClock)).await.unwrap();
     let mut backends = Vec::new();
-    for _ in 0..BACKENDS {
+    for _ in 0..instances {
         backends.push(backend(proxy.listen_addr(), backend_attempts).await);
     }
     let addrs: Vec<SocketAddr> = backends.iter().map(|b| b.addr).collect();
@@ -186,7 +191,7 @@ async fn third_party_retriers_multiply_at_the_dependency_and_the_control_does_no
     // Before: HAProxy 1 + retries, × nginx tries (over BACKENDS ≥ tries instances), × backend.
     let product = (1 + BEFORE.haproxy_retries) * BEFORE.nginx_tries * BEFORE_BACKEND_ATTEMPTS;
     let (healthy, fault) = {
-        let s = start_stack(&bins, &BEFORE, BEFORE_BACKEND_ATTEMPTS).await;
+        let s = start_stack(&bins, &BEFORE, BACKENDS, BEFORE_BACKEND_ATTEMPTS).await;
         healthy_then_fault(&s).await
     };
     print("before", product, &healthy, &fault);
@@ -201,10 +206,23 @@ async fn third_party_retriers_multiply_at_the_dependency_and_the_control_does_no
         "measured {m:.2}× at the dependency per edge request, configured product {product}"
     );
 
+    // nginx retries on the NEXT server: over one backend instance its tries stop at one.
+    let single = (1 + BEFORE.haproxy_retries) * BEFORE_BACKEND_ATTEMPTS;
+    let (_, fault) = {
+        let s = start_stack(&bins, &BEFORE, 1, BEFORE_BACKEND_ATTEMPTS).await;
+        healthy_then_fault(&s).await
+    };
+    eprintln!("before, one backend instance: {:.2}× (expected {single})", fault.multiplier());
+    let m = fault.multiplier();
+    assert!(
+        m >= 0.8 * f64::from(single) && m <= f64::from(single) + 0.01,
+        "one instance: {m:.2}×, expected {single} (nginx has no next server)"
+    );
+
     // Control: every layer at one attempt.
     let control_product = (1 + CONTROL.haproxy_retries) * CONTROL.nginx_tries;
     let (healthy, fault) = {
-        let s = start_stack(&bins, &CONTROL, 1).await;
+        let s = start_stack(&bins, &CONTROL, BACKENDS, 1).await;
         healthy_then_fault(&s).await
     };
     print("control", control_product, &healthy, &fault);
