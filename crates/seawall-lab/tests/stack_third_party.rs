@@ -14,7 +14,7 @@ mod stack;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
@@ -89,14 +89,32 @@ async fn start_stack(
     instances: usize,
     backend_attempts: u32,
 ) -> Stack {
-    let dependency = dependency().await;
+    start_stack_over(
+        bins,
+        r,
+        instances,
+        backend_attempts,
+        dependency().await,
+        Duration::from_secs(2),
+    )
+    .await
+}
+
+async fn start_stack_over(
+    bins: &(PathBuf, PathBuf),
+    r: &Retries,
+    instances: usize,
+    backend_attempts: u32,
+    dependency: Server,
+    backend_timeout: Duration,
+) -> Stack {
     let mut config =
         ProxyConfig::new("127.0.0.1:0", &dependency.addr.to_string(), Mode::Http).unwrap();
     config.control = Some("127.0.0.1:0".parse().unwrap());
     let proxy = Proxy::start(config, Arc::new(SystemClock)).await.unwrap();
     let mut backends = Vec::new();
     for _ in 0..instances {
-        backends.push(backend(proxy.listen_addr(), backend_attempts).await);
+        backends.push(backend(proxy.listen_addr(), backend_attempts, backend_timeout).await);
     }
     let addrs: Vec<SocketAddr> = backends.iter().map(|b| b.addr).collect();
     let (nginx_port, edge_port) = (free_port(), free_port());
@@ -230,4 +248,61 @@ async fn third_party_retriers_multiply_at_the_dependency_and_the_control_does_no
     assert_eq!(fault.edge.failed, edge);
     let m = fault.multiplier();
     assert!((0.9..=1.1).contains(&m), "control: {m:.2}× at the dependency, expected ≈ 1");
+}
+
+/// Edge load of the recovery run, per second, and its phases (seconds of the load).
+const RATE: u32 = 20;
+const HEALTHY_S: u32 = 3;
+const FAULT_S: u32 = 3;
+const AFTER_S: u32 = 6;
+
+/// Goodput share (answered 2xx over sent) of the seconds `from..to` of the load.
+fn goodput(seconds: &[stack::load::Second], from: u32, to: u32) -> f64 {
+    let s = &seconds[from as usize..to as usize];
+    let (ok, sent) = s.iter().fold((0, 0), |(o, n), x| (o + x.ok, n + x.sent));
+    ok as f64 / sent.max(1) as f64
+}
+
+/// Runs the recovery load on a stack over a dependency of capacity 100 requests/s (2 workers,
+/// 20 ms each, a queue of 100) whose callers give up after 100 ms; the proxy delays every
+/// request by 90 ms for `FAULT_S` seconds, so every attempt then does its work at the
+/// dependency and still times out.
+async fn recovery(bins: &(PathBuf, PathBuf), r: &Retries, backend_attempts: u32) -> Vec<f64> {
+    let dep = stack::load::limited_dependency(2, Duration::from_millis(20), 100).await;
+    let s = start_stack_over(bins, r, BACKENDS, backend_attempts, dep, Duration::from_millis(100))
+        .await;
+    let fault = format!("slow:{FAULT_S}@{HEALTHY_S},latency=90");
+    s.proxy.add_fault(fault.parse::<Fault>().unwrap()).unwrap();
+    let start = s.proxy.elapsed().as_secs();
+    let seconds = stack::load::open_loop(&s.edge, RATE, HEALTHY_S + FAULT_S + AFTER_S).await;
+    let at_dep: Vec<u64> = s
+        .proxy
+        .stats()
+        .series()
+        .iter()
+        .filter(|x| x.t >= start && x.t < start + u64::from(HEALTHY_S + FAULT_S + AFTER_S))
+        .map(|x| x.requests)
+        .collect();
+    let shares: Vec<f64> = seconds.iter().map(|x| x.ok as f64 / x.sent.max(1) as f64).collect();
+    eprintln!(
+        "  goodput share per second: {:?}\n  requests/s at the dependency: {at_dep:?}",
+        shares.iter().map(|g| (g * 100.0).round() / 100.0).collect::<Vec<_>>()
+    );
+    let (h, f, a) = (HEALTHY_S, HEALTHY_S + FAULT_S, HEALTHY_S + FAULT_S + AFTER_S);
+    vec![goodput(&seconds, 0, h), goodput(&seconds, h, f), goodput(&seconds, a - 3, a)]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn third_party_retriers_stay_down_after_the_fault_and_the_control_recovers() {
+    let Some(bins) = programs() else { return };
+    eprintln!("before (HAProxy 3 × nginx 3 × backend 2 attempts):");
+    let before = recovery(&bins, &BEFORE, BEFORE_BACKEND_ATTEMPTS).await;
+    eprintln!("control (one attempt per layer):");
+    let control = recovery(&bins, &CONTROL, 1).await;
+    eprintln!(
+        "goodput [healthy, fault, last 3 s after]: before {before:.2?}, control {control:.2?}"
+    );
+    assert!(before[0] >= 0.9 && control[0] >= 0.9, "both serve before the fault");
+    assert!(before[2] <= 0.2, "before: stays down {AFTER_S} s after the fault ({:.2})", before[2]);
+    assert!(control[2] >= 0.9, "control: recovers after the fault ({:.2})", control[2]);
 }

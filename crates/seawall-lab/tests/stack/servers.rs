@@ -31,7 +31,7 @@ impl Drop for Server {
     }
 }
 
-async fn serve<F, Fut>(handler: F) -> Server
+pub(crate) async fn serve<F, Fut>(handler: F) -> Server
 where
     F: Fn() -> Fut + Clone + Send + Sync + 'static,
     Fut: std::future::Future<Output = Response<Full<Bytes>>> + Send + 'static,
@@ -67,9 +67,10 @@ pub(crate) async fn dependency() -> Server {
     serve(|| async { status(StatusCode::OK) }).await
 }
 
-/// A backend instance: per request, up to `attempts` GETs to `dep` (the next at once after a
-/// non-2xx or an error, the naive retry), then 200 or 503.
-pub(crate) async fn backend(dep: SocketAddr, attempts: u32) -> Server {
+/// A backend instance: per request, up to `attempts` GETs to `dep`, each given up after
+/// `timeout` (the next at once after a non-2xx, an error or a timeout: the naive retry), then
+/// 200 or 503.
+pub(crate) async fn backend(dep: SocketAddr, attempts: u32, timeout: Duration) -> Server {
     let client: Arc<HttpClient> = Arc::new(Client::builder(TokioExecutor::new()).build_http());
     let url: Arc<str> = format!("http://{dep}/dep").into();
     serve(move || {
@@ -77,7 +78,7 @@ pub(crate) async fn backend(dep: SocketAddr, attempts: u32) -> Server {
         async move {
             for _ in 0..attempts {
                 let call = client.get(url.parse().unwrap());
-                if let Ok(Ok(r)) = tokio::time::timeout(Duration::from_secs(2), call).await {
+                if let Ok(Ok(r)) = tokio::time::timeout(timeout, call).await {
                     let ok = r.status().is_success();
                     let _ = r.into_body().collect().await;
                     if ok {
