@@ -108,17 +108,28 @@ impl Outcome {
     }
 }
 
-/// `workers` loops each sending `each` GETs to `url` one after another (bounded: `workers ×
-/// each` requests, 5 s each at most).
-pub(crate) async fn edge_load(url: &str, workers: usize, each: usize) -> Outcome {
+/// `workers` loops each sending `each` requests (`method`, empty body) to `url` one after
+/// another (bounded: `workers × each` requests, 5 s each at most).
+pub(crate) async fn edge_load(
+    url: &str,
+    method: http::Method,
+    workers: usize,
+    each: usize,
+) -> Outcome {
     let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
     let mut set = JoinSet::new();
     for _ in 0..workers {
-        let (client, uri) = (client.clone(), url.parse::<http::Uri>().unwrap());
+        let (client, uri, method) =
+            (client.clone(), url.parse::<http::Uri>().unwrap(), method.clone());
         set.spawn(async move {
             let mut out = Outcome::default();
             for _ in 0..each {
-                let call = client.get(uri.clone());
+                let req = Request::builder()
+                    .method(method.clone())
+                    .uri(uri.clone())
+                    .body(Empty::new())
+                    .unwrap();
+                let call = client.request(req);
                 match tokio::time::timeout(Duration::from_secs(5), call).await {
                     Ok(Ok(r)) if r.status().is_success() => {
                         let _ = r.into_body().collect().await;
