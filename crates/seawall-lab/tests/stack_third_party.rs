@@ -137,6 +137,21 @@ async fn start_stack_over(
     }
 }
 
+impl Stack {
+    /// HAProxy's and nginx's process ids.
+    fn pids(&self) -> [u32; 2] {
+        [self._haproxy.pid(), self._nginx.pid()]
+    }
+}
+
+/// Panics if a process in `pids` is still there (`/proc` on Linux; elsewhere not checked).
+fn assert_stopped(pids: [u32; 2]) {
+    for pid in pids {
+        let p = std::path::Path::new("/proc").join(pid.to_string());
+        assert!(!p.exists() || !std::path::Path::new("/proc/self").exists(), "pid {pid} survived");
+    }
+}
+
 /// `seawall_proxy_requests_total` from the proxy's `/metrics` (parsed strictly).
 async fn requests_at_dependency(control: SocketAddr) -> u64 {
     let client = Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
@@ -213,10 +228,12 @@ async fn third_party_retriers_multiply_at_the_dependency_and_the_control_does_no
 
     // Before: HAProxy 1 + retries, × nginx tries (over BACKENDS ≥ tries instances), × backend.
     let product = (1 + BEFORE.haproxy_retries) * BEFORE.nginx_tries * BEFORE_BACKEND_ATTEMPTS;
-    let (healthy, fault, post) = {
+    let (healthy, fault, post, pids) = {
         let s = start_stack(&bins, &BEFORE, BACKENDS, BEFORE_BACKEND_ATTEMPTS).await;
-        healthy_then_fault(&s).await
+        let (h, f, p) = healthy_then_fault(&s).await;
+        (h, f, p, s.pids())
     };
+    assert_stopped(pids);
     print("before", product, &healthy, &fault);
     // nginx does not pass a POST to the next server once sent (no `non_idempotent`); HAProxy
     // 2.6's `retry-on 503` retries it all the same.

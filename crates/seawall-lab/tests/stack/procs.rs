@@ -62,6 +62,11 @@ impl Drop for Guard {
 }
 
 impl Guard {
+    /// The process id (gone from `/proc` once the guard has dropped).
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Panics with the process's log if it has exited.
     fn check_alive(&mut self) {
         if let Ok(Some(status)) = self.child.try_wait() {
