@@ -50,6 +50,9 @@ const CONTROL: Retries = Retries {
 const WORKERS: usize = 4;
 const EACH: usize = 15;
 
+/// The two tests run one after the other: each measures rates, the other's load would blur them.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn programs() -> Option<(PathBuf, PathBuf)> {
     match (find_program("haproxy"), find_program("nginx")) {
         (Some(h), Some(n)) => Some((h, n)),
@@ -224,6 +227,7 @@ fn print(name: &str, product: u32, healthy: &Phase, fault: &Phase) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn third_party_retriers_multiply_at_the_dependency_and_the_control_does_not() {
     let Some(bins) = programs() else { return };
+    let _serial = SERIAL.lock().await;
     let edge = (WORKERS * EACH) as u64;
 
     // Before: HAProxy 1 + retries, × nginx tries (over BACKENDS ≥ tries instances), × backend.
@@ -328,6 +332,7 @@ async fn recovery(bins: &(PathBuf, PathBuf), r: &Retries, backend_attempts: u32)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn third_party_retriers_stay_down_after_the_fault_and_the_control_recovers() {
     let Some(bins) = programs() else { return };
+    let _serial = SERIAL.lock().await;
     eprintln!("before (HAProxy 3 × nginx 3 × backend 2 attempts):");
     let before = recovery(&bins, &BEFORE, BEFORE_BACKEND_ATTEMPTS).await;
     eprintln!("control (one attempt per layer):");
