@@ -8,15 +8,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use common_server::{pay, pay_app, req, send, serve};
-use http::StatusCode;
+use common_server::{one_tenant, pay, pay_app, req, send, serve, thousand_requests_hundred_keys};
+use http::{HeaderName, StatusCode};
 use http_body_util::Full;
+use seawall_tower::server::idempotency::scope::header_scope;
 use seawall_tower::server::{DeadlineLayer, IdempotencyLayer};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replays_409_while_in_flight_and_422_on_a_different_payload() {
     let n = Arc::new(AtomicU64::new(0));
-    let app = pay_app(n.clone(), Duration::from_millis(200)).layer(IdempotencyLayer::in_memory());
+    let app = pay_app(n.clone(), Duration::from_millis(200)).layer(one_tenant());
     let addr = serve(app).await;
 
     let first = tokio::spawn(send(addr, pay(addr, "k-1", "10 EUR")));
@@ -39,30 +40,50 @@ async fn replays_409_while_in_flight_and_422_on_a_different_payload() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn keys_are_scoped_per_client() {
+async fn keys_are_scoped_per_principal_over_http() {
     let n = Arc::new(AtomicU64::new(0));
-    let app = pay_app(n.clone(), Duration::ZERO).layer(IdempotencyLayer::in_memory());
+    // A gateway in front authenticated the caller and set `x-tenant`.
+    let layer =
+        IdempotencyLayer::in_memory().scope(header_scope(HeaderName::from_static("x-tenant")));
+    let app = pay_app(n.clone(), Duration::ZERO).layer(layer);
     let addr = serve(app).await;
     let as_client = |who: &'static str| {
         req("POST", addr, "/pay")
             .header("idempotency-key", "same")
-            .header("authorization", who)
+            .header("x-tenant", who)
             .body(Full::new(Bytes::from_static(b"1 EUR")))
             .unwrap()
     };
-    let a = send(addr, as_client("Bearer alice")).await.unwrap();
-    let b = send(addr, as_client("Bearer bob")).await.unwrap();
+    let a = send(addr, as_client("alice")).await.unwrap();
+    let b = send(addr, as_client("bob")).await.unwrap();
     assert_eq!((a.status, b.status), (StatusCode::CREATED, StatusCode::CREATED));
     assert!(b.headers.get("idempotent-replayed").is_none(), "bob never sees alice's response");
     assert_eq!(n.load(Ordering::SeqCst), 2);
+    // No tenant: refused, not pooled.
+    let anon = send(addr, pay(addr, "same", "1 EUR")).await.unwrap();
+    assert_eq!(anon.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(n.load(Ordering::SeqCst), 2);
+}
+
+/// Control for the fleet tests: two replicas with *private* in-memory stores, under the same
+/// traffic, execute keys more than once. If this ever showed exactly 100, the traffic would not
+/// be reaching both replicas with the same key, and the shared-store tests would prove nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_two_private_stores_execute_keys_more_than_once() {
+    let n = Arc::new(AtomicU64::new(0));
+    let work = Duration::from_millis(20);
+    let a = serve(pay_app(n.clone(), work).layer(one_tenant())).await;
+    let b = serve(pay_app(n.clone(), work).layer(one_tenant())).await;
+    let counts = thousand_requests_hundred_keys(a, b, "private").await;
+    let executions = n.load(Ordering::SeqCst);
+    eprintln!("private stores: {executions} executions, statuses {counts:?}");
+    assert!(executions > 100, "private stores must re-execute keys seen by both: {executions}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_headers_get_a_clear_4xx_or_are_clamped_never_a_panic() {
     let n = Arc::new(AtomicU64::new(0));
-    let app = pay_app(n.clone(), Duration::ZERO)
-        .layer(IdempotencyLayer::in_memory())
-        .layer(DeadlineLayer::new());
+    let app = pay_app(n.clone(), Duration::ZERO).layer(one_tenant()).layer(DeadlineLayer::new());
     let addr = serve(app).await;
     let with = |name: &'static str, value: &'static [u8]| {
         req("POST", addr, "/pay")
