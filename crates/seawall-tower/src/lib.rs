@@ -15,6 +15,6 @@ pub mod server;
 pub mod wire;
 
 #[cfg(any(feature = "client", feature = "server"))]
-mod admin;
+pub mod admin;
 #[cfg(any(feature = "client", feature = "prometheus"))]
 mod exposition;
