@@ -120,3 +120,26 @@ async fn bad_headers_get_a_clear_4xx_or_are_clamped_never_a_panic() {
     assert_eq!(send(addr, r).await.unwrap().status, StatusCode::BAD_REQUEST, "two keys");
     assert_eq!(n.load(Ordering::SeqCst), 2, "only the two clamped-timeout requests ran");
 }
+
+/// A keyed request declaring a 10 GiB body, whose body never comes: `413` at once over real
+/// HTTP, not a slot held until some timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_10_gib_content_length_is_refused_413_at_once_over_http() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let n = Arc::new(AtomicU64::new(0));
+    let addr = serve(pay_app(n.clone(), Duration::ZERO).layer(one_tenant())).await;
+    let mut sock = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = "POST /pay HTTP/1.1\r\nhost: x\r\nidempotency-key: big\r\n\
+                content-length: 10737418240\r\n\r\n";
+    sock.write_all(head.as_bytes()).await.unwrap();
+    let t0 = std::time::Instant::now();
+    let mut buf = vec![0u8; 1024];
+    let got = tokio::time::timeout(Duration::from_secs(5), sock.read(&mut buf))
+        .await
+        .expect("answered without waiting for the body")
+        .unwrap();
+    let text = String::from_utf8_lossy(&buf[..got]);
+    assert!(text.starts_with("HTTP/1.1 413"), "{text}");
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    assert_eq!(n.load(Ordering::SeqCst), 0);
+}

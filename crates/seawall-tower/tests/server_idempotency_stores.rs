@@ -126,6 +126,22 @@ async fn conflicts_and_crash(store: impl IdempotencyStore + Clone) {
     );
     assert!(String::from_utf8_lossy(&after.body).contains("outcome-unknown"));
     assert_eq!(n.load(Ordering::SeqCst), 1, "the crashed key's handler never ran here");
+
+    // A cancelled execution (the layer's lease guard calls `abandon`): outcome unknown at once,
+    // without waiting for the lease, and the expiry is kept (a later begin still sees it).
+    let key = StoreKey { scope: scope_of(Some(TENANT)), key: "cancelled-key".into() };
+    let long = Duration::from_secs(600);
+    assert_eq!(store.begin(&key, &fp, long, long).await.unwrap(), Begin::Execute);
+    assert_eq!(store.begin(&key, &fp, long, long).await.unwrap(), Begin::InFlight);
+    store.abandon(&key, &fp).await.unwrap();
+    assert_eq!(store.begin(&key, &fp, long, long).await.unwrap(), Begin::Unknown);
+    let other = fingerprint(&http::Method::POST, "/pay", b"other");
+    assert_eq!(store.begin(&key, &other, long, long).await.unwrap(), Begin::Mismatch);
+    // And a released key executes again.
+    let key = StoreKey { scope: scope_of(Some(TENANT)), key: "released-key".into() };
+    assert_eq!(store.begin(&key, &fp, long, long).await.unwrap(), Begin::Execute);
+    store.release(&key, &fp).await.unwrap();
+    assert_eq!(store.begin(&key, &fp, long, long).await.unwrap(), Begin::Execute);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
