@@ -93,14 +93,9 @@ async fn bounded<T>(
     }
 }
 
-fn refuse<B: From<Bytes>, E>(
-    cfg: &Config,
-    e: Event,
-    s: StatusCode,
-    body: &'static str,
-) -> ResponseFuture<B, E>
+fn refuse<B, E>(cfg: &Config, e: Event, s: StatusCode, body: &'static str) -> ResponseFuture<B, E>
 where
-    B: Send + 'static,
+    B: From<Bytes> + Send + 'static,
     E: Send + 'static,
 {
     cfg.metrics.count(e);

@@ -61,10 +61,8 @@ impl Map {
     }
 
     fn remove(&mut self, key: &StoreKey) {
-        if let Some(e) = self.entries.remove(key) {
-            if matches!(e.state, State::Pending { .. }) {
-                self.pending -= 1;
-            }
+        if let Some(Entry { state: State::Pending { .. }, .. }) = self.entries.remove(key) {
+            self.pending -= 1;
         }
     }
 
