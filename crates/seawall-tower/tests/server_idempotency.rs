@@ -143,3 +143,35 @@ async fn a_10_gib_content_length_is_refused_413_at_once_over_http() {
     assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
     assert_eq!(n.load(Ordering::SeqCst), 0);
 }
+
+/// Slow bodies must not hold admission slots: with the layers in the documented order
+/// (`IdempotencyLayer` outside `ShedLayer`), 8 connections trickling keyed bodies at a server
+/// admitting 4 at once leave a normal request served at once. (In the other order the trickles
+/// hold all 4 slots and the normal request is shed: 503.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trickling_bodies_read_outside_admission_hold_no_slot() {
+    use std::num::NonZeroUsize;
+    use tokio::io::AsyncWriteExt;
+    let n = Arc::new(AtomicU64::new(0));
+    let shed = seawall_tower::server::ShedLayer::new(NonZeroUsize::new(4).unwrap());
+    // axum: the last `.layer` is the outermost.
+    let app = pay_app(n.clone(), Duration::ZERO).layer(shed).layer(one_tenant());
+    let addr = serve(app).await;
+    let mut trickles = Vec::new();
+    for i in 0..8 {
+        let mut sock = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let head = format!(
+            "POST /pay HTTP/1.1\r\nhost: x\r\nidempotency-key: slow-{i}\r\ncontent-length: 100\r\n\r\nx"
+        );
+        sock.write_all(head.as_bytes()).await.unwrap();
+        trickles.push(sock); // held open, 99 bytes short
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let normal = req("POST", addr, "/pay").body(Full::new(Bytes::from_static(b"1 EUR"))).unwrap();
+    let got = common_server::send_within(addr, normal, Duration::from_secs(3))
+        .await
+        .expect("answered within 3 s");
+    assert_eq!(got.status, StatusCode::CREATED);
+    assert_eq!(n.load(Ordering::SeqCst), 1, "only the normal request ran");
+    drop(trickles);
+}
