@@ -18,6 +18,7 @@ use hyper_util::rt::TokioIo;
 use prometheus_client::registry::Registry;
 use seawall::control::Control;
 use seawall::policy::{PolicyConfig, RetryPolicy};
+use seawall_tower::admin::{AdminAuth, AdminToken};
 use seawall_tower::client::{
     ClientMetrics, FailFastLayer, RetryLayer, admin_response, metrics_response,
 };
@@ -82,6 +83,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 
     // The mid tier: fail fast towards the db; admin + metrics endpoints.
     let control = Arc::new(Control::new());
+    // The admin endpoint checks a bearer token (a fixed one here; read yours from a secret).
+    const ADMIN_TOKEN: &str = "example-admin-token-0123456789";
+    let auth = Arc::new(AdminAuth::Bearer(AdminToken::new(ADMIN_TOKEN)?));
     let metrics = Arc::new(ClientMetrics::new());
     let mut registry = Registry::default();
     metrics.register(&mut registry);
@@ -99,8 +103,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             .route(
                 "/admin/retries",
                 any(move |req: Request| {
-                    let c = control.clone();
-                    async move { admin_response(&c, &req) }
+                    let (c, a) = (control.clone(), auth.clone());
+                    async move { admin_response(&c, &a, &req) }
                 }),
             )
             .route(
@@ -132,6 +136,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let off = Http1
         .oneshot(
             http::Request::post(format!("http://{mid}/admin/retries?action=off"))
+                .header("authorization", format!("Bearer {ADMIN_TOKEN}"))
                 .body(Empty::new())?,
         )
         .await?;

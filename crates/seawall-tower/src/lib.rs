@@ -18,6 +18,6 @@ pub mod time;
 pub mod wire;
 
 #[cfg(any(feature = "client", feature = "server"))]
-mod admin;
+pub mod admin;
 #[cfg(any(feature = "client", feature = "prometheus"))]
 mod exposition;

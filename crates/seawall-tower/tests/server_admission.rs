@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use http::{Request, Response, StatusCode};
 use seawall::control::Control;
+use seawall_tower::admin::{AdminAuth, AdminToken};
 use seawall_tower::server::{RejectReason, ServerMetrics, ShedLayer, admission_response};
 use tower::{Layer, Service, ServiceExt, service_fn};
 
@@ -56,10 +57,17 @@ async fn a_cut_turns_away_its_share_before_the_handler() {
 
 #[test]
 fn the_admin_endpoint_drives_the_knob() {
+    const TOKEN: &str = "admission-test-token-0123";
+    let auth = AdminAuth::Bearer(AdminToken::new(TOKEN).unwrap());
     let knob = Control::new();
     let call = |method: &str, uri: &str| {
-        let req = Request::builder().method(method).uri(uri).body(()).unwrap();
-        let r = admission_response(&knob, &req);
+        let req = Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .body(())
+            .unwrap();
+        let r = admission_response(&knob, &auth, &req);
         (r.status().as_u16(), r.into_body())
     };
     assert_eq!(call("GET", "/"), (200, r#"{"admit_percent":100}"#.to_string()));

@@ -54,7 +54,22 @@ async fn redis_cleanup(prefix: &str) {
     }
 }
 
-/// Two instances, one store: 1,000 concurrent requests, 100 keys, exactly 100 executions.
+/// The tests' single tenant (their traffic carries no credentials).
+fn tenant(layer: IdempotencyLayer) -> IdempotencyLayer {
+    layer.scope(|_| Some(TENANT.to_vec()))
+}
+
+/// The fleet tests measure exactly-once under a 1,000-request burst on a shared 2-core machine,
+/// not latency: a generous store timeout keeps pool queueing from turning into 503s.
+fn patient(layer: IdempotencyLayer) -> IdempotencyLayer {
+    tenant(layer).store_timeout(Duration::from_secs(20))
+}
+
+const TENANT: &[u8] = b"test-tenant";
+
+/// Two instances, one store: 1,000 concurrent requests, 100 keys, each key sent to both
+/// instances, exactly 100 executions. (The control with private stores, which must show more,
+/// is `control_two_private_stores_execute_keys_more_than_once` in `server_idempotency.rs`.)
 async fn fleet_runs_each_key_once(
     a_store: impl IdempotencyStore,
     b_store: impl IdempotencyStore,
@@ -62,8 +77,8 @@ async fn fleet_runs_each_key_once(
 ) {
     let n = Arc::new(AtomicU64::new(0));
     let work = Duration::from_millis(20);
-    let a = serve(pay_app(n.clone(), work).layer(IdempotencyLayer::new(a_store))).await;
-    let b = serve(pay_app(n.clone(), work).layer(IdempotencyLayer::new(b_store))).await;
+    let a = serve(pay_app(n.clone(), work).layer(patient(IdempotencyLayer::new(a_store)))).await;
+    let b = serve(pay_app(n.clone(), work).layer(patient(IdempotencyLayer::new(b_store)))).await;
     let counts = thousand_requests_hundred_keys(a, b, tag).await;
     eprintln!("{tag}: statuses {counts:?}");
     assert_eq!(n.load(Ordering::SeqCst), 100, "exactly one execution per key: {counts:?}");
@@ -78,7 +93,7 @@ async fn fleet_runs_each_key_once(
 async fn conflicts_and_crash(store: impl IdempotencyStore + Clone) {
     let n = Arc::new(AtomicU64::new(0));
     let lease = Duration::from_millis(300);
-    let layer = IdempotencyLayer::new(store.clone()).lease(lease);
+    let layer = tenant(IdempotencyLayer::new(store.clone())).lease(lease);
     let addr = serve(pay_app(n.clone(), Duration::from_millis(200)).layer(layer)).await;
 
     let first = tokio::spawn(send(addr, pay(addr, "k", "10 EUR")));
@@ -95,8 +110,8 @@ async fn conflicts_and_crash(store: impl IdempotencyStore + Clone) {
     assert_eq!(n.load(Ordering::SeqCst), 1);
 
     // A replica begins "crash-key" and dies before storing: simulate with the store directly,
-    // exactly as the layer would have begun it (anonymous scope, same fingerprint).
-    let key = StoreKey { scope: scope_of(None), key: "crash-key".into() };
+    // exactly as the layer would have begun it (the tenant's scope, same fingerprint).
+    let key = StoreKey { scope: scope_of(Some(TENANT)), key: "crash-key".into() };
     let fp = fingerprint(&http::Method::POST, "/pay", b"10 EUR");
     let began = store.begin(&key, &fp, lease, Duration::from_secs(60)).await.unwrap();
     assert_eq!(began, Begin::Execute);
@@ -111,6 +126,22 @@ async fn conflicts_and_crash(store: impl IdempotencyStore + Clone) {
     );
     assert!(String::from_utf8_lossy(&after.body).contains("outcome-unknown"));
     assert_eq!(n.load(Ordering::SeqCst), 1, "the crashed key's handler never ran here");
+
+    // A cancelled execution (the layer's lease guard calls `abandon`): outcome unknown at once,
+    // without waiting for the lease, and the expiry is kept (a later begin still sees it).
+    let key = StoreKey { scope: scope_of(Some(TENANT)), key: "cancelled-key".into() };
+    let long = Duration::from_secs(600);
+    assert_eq!(store.begin(&key, &fp, long, long).await.unwrap(), Begin::Execute);
+    assert_eq!(store.begin(&key, &fp, long, long).await.unwrap(), Begin::InFlight);
+    store.abandon(&key, &fp).await.unwrap();
+    assert_eq!(store.begin(&key, &fp, long, long).await.unwrap(), Begin::Unknown);
+    let other = fingerprint(&http::Method::POST, "/pay", b"other");
+    assert_eq!(store.begin(&key, &other, long, long).await.unwrap(), Begin::Mismatch);
+    // And a released key executes again.
+    let key = StoreKey { scope: scope_of(Some(TENANT)), key: "released-key".into() };
+    assert_eq!(store.begin(&key, &fp, long, long).await.unwrap(), Begin::Execute);
+    store.release(&key, &fp).await.unwrap();
+    assert_eq!(store.begin(&key, &fp, long, long).await.unwrap(), Begin::Execute);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

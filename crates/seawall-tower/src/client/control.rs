@@ -11,15 +11,17 @@
 //! ```
 //! use axum::{Router, extract::Request, routing::any};
 //! use seawall::control::Control;
+//! use seawall_tower::admin::{AdminAuth, AdminToken};
 //! use seawall_tower::client::admin_response;
 //! use std::sync::Arc;
 //!
 //! let control = Arc::new(Control::new());
+//! let auth = Arc::new(AdminAuth::Bearer(AdminToken::new("example-token-0123456789").unwrap()));
 //! let app: Router = Router::new().route(
 //!     "/admin/retries",
 //!     any(move |req: Request| {
-//!         let c = control.clone();
-//!         async move { admin_response(&c, &req) }
+//!         let (c, a) = (control.clone(), auth.clone());
+//!         async move { admin_response(&c, &a, &req) }
 //!     }),
 //! );
 //! ```
@@ -32,7 +34,11 @@
 //! | `POST ?action=on` | all retries at once (prefer `ramp`) |
 //! | `POST ?percent=N` | exactly N % (0–100) |
 //!
-//! Protect the route as you protect any admin route; this function does no authentication.
+//! Every request must carry `Authorization: Bearer <token>` matching the [`AdminAuth`]
+//! (`401` otherwise, nothing changed; see [`crate::admin`]). Serve it on a management listener,
+//! not the traffic port.
+//!
+//! [`AdminAuth`]: crate::admin::AdminAuth
 
 use http::{Request, Response};
 use seawall::control::Control;
@@ -66,9 +72,13 @@ impl ControlState {
 }
 
 /// Serves the admin endpoint for `control` (see the [module docs](self) for the requests).
-pub fn admin_response<B>(control: &Control, req: &Request<B>) -> Response<String> {
+pub fn admin_response<B>(
+    control: &Control,
+    auth: &crate::admin::AdminAuth,
+    req: &Request<B>,
+) -> Response<String> {
     let before = control.percent();
-    let resp = crate::admin::percent_response(control, req, "retry_percent");
+    let resp = crate::admin::percent_response(control, auth, req, "retry_percent");
     if control.percent() != before {
         tracing::info!(retry_percent = control.percent(), "seawall: retry control changed");
     }
@@ -81,7 +91,7 @@ mod tests {
 
     fn call(c: &Control, method: &str, uri: &str) -> (u16, String) {
         let req = Request::builder().method(method).uri(uri).body(()).unwrap();
-        let r = admin_response(c, &req);
+        let r = admin_response(c, &crate::admin::AdminAuth::unauthenticated(), &req);
         (r.status().as_u16(), r.into_body())
     }
 

@@ -9,8 +9,14 @@ use std::fmt;
 pub enum StoreError {
     /// The backing service (PostgreSQL, Redis) failed or was unreachable.
     Backend(Box<dyn std::error::Error + Send + Sync>),
-    /// The in-memory store is full of requests still in flight (nothing could be evicted).
+    /// The in-memory store's records pool is full of unexpired keys. New keys are refused
+    /// rather than evicting one (which would let its retry execute again).
     Full,
+    /// The in-memory store's pending pool (keys in flight) is full.
+    PendingFull,
+    /// The store did not answer within the layer's
+    /// [`store_timeout`](super::IdempotencyLayer::store_timeout).
+    Timeout,
     /// A stored record could not be decoded (written by an incompatible version?).
     Corrupt,
 }
@@ -19,7 +25,9 @@ impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StoreError::Backend(e) => write!(f, "idempotency store backend error: {e}"),
-            StoreError::Full => f.write_str("idempotency store full of in-flight requests"),
+            StoreError::Full => f.write_str("idempotency store full (new keys refused)"),
+            StoreError::PendingFull => f.write_str("idempotency store: too many keys in flight"),
+            StoreError::Timeout => f.write_str("idempotency store did not answer in time"),
             StoreError::Corrupt => f.write_str("idempotency store record could not be decoded"),
         }
     }

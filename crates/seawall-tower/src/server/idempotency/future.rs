@@ -8,26 +8,21 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::{HeaderValue, Request, Response, StatusCode};
+use http::{HeaderValue, Request, Response, StatusCode, header};
 use http_body::Body;
 use http_body_util::{BodyExt, Limited};
+use seawall::time::Clock;
 use tower_service::Service;
 
+use super::error::StoreError;
 use super::key::{KeyError, StoreKey, fingerprint, parse_key, scope_of};
 use super::layer::Config;
+use super::lease::Lease;
+use super::metrics::Event;
+use super::problem as p;
 use super::store::{Begin, IdempotencyStore, StoredResponse};
 use crate::server::response::problem;
-use crate::wire::IDEMPOTENCY_KEY;
-
-const BAD_KEY: &str = r#"{"type":"https://seawall.invalid/problems/bad-idempotency-key","title":"malformed or repeated Idempotency-Key","status":400}"#;
-const NO_KEY: &str = r#"{"type":"https://seawall.invalid/problems/idempotency-key-required","title":"this request needs an Idempotency-Key","status":400}"#;
-const TOO_LARGE: &str = r#"{"type":"https://seawall.invalid/problems/body-too-large","title":"request body too large for an idempotent request","status":413}"#;
-const BAD_BODY: &str = r#"{"type":"https://seawall.invalid/problems/bad-body","title":"request body could not be read","status":400}"#;
-const IN_FLIGHT: &str = r#"{"type":"https://seawall.invalid/problems/idempotency-in-flight","title":"a request with this Idempotency-Key is in progress","status":409}"#;
-const UNKNOWN: &str = r#"{"type":"https://seawall.invalid/problems/outcome-unknown","title":"a request with this Idempotency-Key started but its outcome was not recorded; it will not be executed again","status":409}"#;
-const MISMATCH: &str = r#"{"type":"https://seawall.invalid/problems/idempotency-key-reused","title":"this Idempotency-Key was used with a different request","status":422}"#;
-const STORE_DOWN: &str = r#"{"type":"https://seawall.invalid/problems/idempotency-store-unavailable","title":"idempotency store unavailable; request not executed","status":503}"#;
-const BAD_RESPONSE: &str = r#"{"type":"https://seawall.invalid/problems/response-failed","title":"the response body failed; outcome recorded as unknown","status":500}"#;
+use crate::wire::{IDEMPOTENCY_KEY, RequestDeadline};
 
 /// The future [`Idempotency`](super::Idempotency) returns (boxed: this path awaits the store).
 pub struct ResponseFuture<B, E> {
@@ -65,10 +60,53 @@ fn key_of(headers: &http::HeaderMap) -> Option<Result<String, KeyError>> {
     Some(parse_key(first.as_bytes()).map(str::to_owned))
 }
 
-pub(super) fn run<S, ReqB, ResB>(
+/// The declared body length, if the header is one well-formed decimal number.
+fn content_length(headers: &http::HeaderMap) -> Option<u64> {
+    let v = headers.get(header::CONTENT_LENGTH)?.to_str().ok()?;
+    (!v.is_empty() && v.bytes().all(|b| b.is_ascii_digit())).then(|| v.parse().ok())?
+}
+
+/// The layer's own `503` (store down or full), with a jittered `Retry-After`.
+fn unavailable<B: From<Bytes>>(cfg: &Config, e: &StoreError) -> Response<B> {
+    let (event, body) = match e {
+        StoreError::Full => (Event::CapacityRefused, p::STORE_FULL),
+        StoreError::PendingFull => (Event::PendingRefused, p::STORE_FULL),
+        _ => (Event::StoreUnavailable, p::STORE_DOWN),
+    };
+    cfg.metrics.count(event);
+    let mut res = problem(StatusCode::SERVICE_UNAVAILABLE, body);
+    res.headers_mut().insert(header::RETRY_AFTER, cfg.retry_after());
+    res
+}
+
+/// A store call bounded by the store timeout (counted when it hits it).
+async fn bounded<T>(
+    cfg: &Config,
+    call: impl Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    match tokio::time::timeout(cfg.store_timeout, call).await {
+        Ok(r) => r,
+        Err(_) => {
+            cfg.metrics.count(Event::StoreTimeout);
+            Err(StoreError::Timeout)
+        }
+    }
+}
+
+fn refuse<B, E>(cfg: &Config, e: Event, s: StatusCode, body: &'static str) -> ResponseFuture<B, E>
+where
+    B: From<Bytes> + Send + 'static,
+    E: Send + 'static,
+{
+    cfg.metrics.count(e);
+    ResponseFuture::passthrough(std::future::ready(Ok(problem(s, body))))
+}
+
+pub(super) fn run<S, ReqB, ResB, C>(
     mut svc: S,
     store: Arc<dyn IdempotencyStore>,
     cfg: Arc<Config>,
+    clock: C,
     req: Request<ReqB>,
 ) -> ResponseFuture<ResB, S::Error>
 where
@@ -80,75 +118,123 @@ where
     ReqB::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     ResB: Body + From<Bytes> + Default + Send + 'static,
     ResB::Data: Send,
+    C: Clock + Send + 'static,
 {
     let key = match key_of(req.headers()) {
         None if cfg.require_key => {
-            return ResponseFuture::passthrough(ready(problem(StatusCode::BAD_REQUEST, NO_KEY)));
+            return ResponseFuture::passthrough(std::future::ready(Ok(problem(
+                StatusCode::BAD_REQUEST,
+                p::NO_KEY,
+            ))));
         }
         None => return ResponseFuture::passthrough(svc.call(req)),
         Some(Err(_)) => {
-            return ResponseFuture::passthrough(ready(problem(StatusCode::BAD_REQUEST, BAD_KEY)));
+            return ResponseFuture::passthrough(std::future::ready(Ok(problem(
+                StatusCode::BAD_REQUEST,
+                p::BAD_KEY,
+            ))));
         }
         Some(Ok(k)) => k,
     };
+    let (parts, body) = req.into_parts();
+    let Some(principal) = (cfg.scope)(&parts) else {
+        return refuse(&cfg, Event::PrincipalMissing, StatusCode::UNAUTHORIZED, p::NO_PRINCIPAL);
+    };
+    // Refuse an oversized body before reading a byte of it.
+    if content_length(&parts.headers).is_some_and(|n| n > cfg.max_body as u64) {
+        return refuse(&cfg, Event::BodyTooLarge, StatusCode::PAYLOAD_TOO_LARGE, p::TOO_LARGE);
+    }
+    let deadline = parts.extensions.get::<RequestDeadline>().map(|d| d.0);
+    let expired = move || deadline.is_some_and(|d| d.is_expired(clock.now()));
     ResponseFuture::passthrough(async move {
-        let (parts, body) = req.into_parts();
-        let body = match Limited::new(body, cfg.max_body).collect().await {
-            Ok(c) => c.to_bytes(),
-            Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-                return Ok(problem(StatusCode::PAYLOAD_TOO_LARGE, TOO_LARGE));
+        let read =
+            tokio::time::timeout(cfg.body_timeout, Limited::new(body, cfg.max_body).collect());
+        let body = match read.await {
+            Ok(Ok(c)) => c.to_bytes(),
+            Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+                cfg.metrics.count(Event::BodyTooLarge);
+                return Ok(problem(StatusCode::PAYLOAD_TOO_LARGE, p::TOO_LARGE));
             }
-            Err(_) => return Ok(problem(StatusCode::BAD_REQUEST, BAD_BODY)),
+            Ok(Err(_)) => return Ok(problem(StatusCode::BAD_REQUEST, p::BAD_BODY)),
+            Err(_) => {
+                cfg.metrics.count(Event::BodyTimeout);
+                return Ok(problem(StatusCode::REQUEST_TIMEOUT, p::BODY_TIMEOUT));
+            }
         };
+        if expired() {
+            return Ok(problem(StatusCode::GATEWAY_TIMEOUT, p::DEADLINE));
+        }
         let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
         let fp = fingerprint(&parts.method, target, &body);
-        let skey = StoreKey { scope: scope_of((cfg.scope)(&parts).as_deref()), key };
-        match store.begin(&skey, &fp, cfg.lease, cfg.ttl).await {
-            Err(_) => return Ok(problem(StatusCode::SERVICE_UNAVAILABLE, STORE_DOWN)),
+        let skey = StoreKey { scope: scope_of(Some(&principal)), key };
+        let began = bounded(&cfg, store.begin(&skey, &fp, cfg.lease, cfg.ttl)).await;
+        let answer = |e: Event, s: StatusCode, b: &'static str| {
+            cfg.metrics.count(e);
+            Ok(problem(s, b))
+        };
+        match began {
+            Err(e) => return Ok(unavailable(&cfg, &e)),
             Ok(Begin::Execute) => {}
-            Ok(Begin::InFlight) => return Ok(problem(StatusCode::CONFLICT, IN_FLIGHT)),
-            Ok(Begin::Unknown) => return Ok(problem(StatusCode::CONFLICT, UNKNOWN)),
-            Ok(Begin::Mismatch) => return Ok(problem(StatusCode::UNPROCESSABLE_ENTITY, MISMATCH)),
-            Ok(Begin::Done(stored)) => return Ok(replay(stored)),
+            Ok(Begin::InFlight) => {
+                return answer(Event::Conflict, StatusCode::CONFLICT, p::IN_FLIGHT);
+            }
+            Ok(Begin::Unknown) => return answer(Event::Conflict, StatusCode::CONFLICT, p::UNKNOWN),
+            Ok(Begin::Mismatch) => {
+                return answer(Event::Mismatch, StatusCode::UNPROCESSABLE_ENTITY, p::MISMATCH);
+            }
+            Ok(Begin::Done(stored)) => {
+                cfg.metrics.count(Event::Replayed);
+                return Ok(replay(stored));
+            }
         }
+        let mut lease = Lease::new(store.clone(), cfg.clone(), skey, fp);
+        if expired() {
+            // The store took the rest of the deadline: give the key back (the drop releases it).
+            return Ok(problem(StatusCode::GATEWAY_TIMEOUT, p::DEADLINE));
+        }
+        lease.start();
+        cfg.metrics.count(Event::Executed);
         let res = svc.call(Request::from_parts(parts, ReqB::from(body))).await;
+        // Until the outcome is recorded, a cancellation marks the key outcome unknown.
+        let (skey, fp) = (lease.key().0.clone(), *lease.key().1);
         let res = match res {
             Ok(r) if !r.status().is_server_error() => r,
             other => {
                 // A failure the caller sees: free the key so a retry may execute.
-                let _ = store.release(&skey, &fp).await;
+                let _ = bounded(&cfg, store.release(&skey, &fp)).await;
+                lease.disarm();
                 return other;
             }
         };
         let (head, body) = res.into_parts();
         let Ok(collected) = body.collect().await else {
-            // The body broke after the handler ran: keep the key in flight (outcome unknown).
-            return Ok(problem(StatusCode::INTERNAL_SERVER_ERROR, BAD_RESPONSE));
+            // The body broke after the handler ran: the lease's drop records outcome unknown.
+            return Ok(problem(StatusCode::INTERNAL_SERVER_ERROR, p::BAD_RESPONSE));
         };
         let body = collected.to_bytes();
         if body.len() <= cfg.max_body {
-            let headers =
-                cfg.stored_headers
-                    .iter()
-                    .flat_map(|n| {
-                        head.headers.get_all(n).iter().map(move |v| {
-                            (n.as_str().to_owned(), Bytes::copy_from_slice(v.as_bytes()))
-                        })
-                    })
-                    .collect();
-            let stored =
-                StoredResponse { status: head.status.as_u16(), headers, body: body.clone() };
+            let stored = stored(&cfg, &head, body.clone());
             // If storing fails the key stays in flight: repeats get 409, never a second run.
-            let _ = store.complete(&skey, &fp, &stored, cfg.ttl).await;
+            let _ = bounded(&cfg, store.complete(&skey, &fp, &stored, cfg.ttl)).await;
+            lease.disarm();
         }
+        // Too large to store: the lease's drop records outcome unknown (never run again).
         Ok(Response::from_parts(head, ResB::from(body)))
     })
 }
 
-fn ready<T: Send + 'static, E: Send + 'static>(
-    v: T,
-) -> impl Future<Output = Result<T, E>> + Send + 'static {
-    std::future::ready(Ok(v))
+fn stored(cfg: &Config, head: &http::response::Parts, body: Bytes) -> StoredResponse {
+    let headers = cfg
+        .stored_headers
+        .iter()
+        .flat_map(|n| {
+            head.headers
+                .get_all(n)
+                .iter()
+                .map(move |v| (n.as_str().to_owned(), Bytes::copy_from_slice(v.as_bytes())))
+        })
+        .collect();
+    StoredResponse { status: head.status.as_u16(), headers, body }
 }
 
 /// Rebuilds a stored response, marked `Idempotent-Replayed: true`.

@@ -6,7 +6,7 @@
 //! twice. With an `Idempotency-Key` per logical operation, reused on every attempt, the server
 //! executes the first request, stores its response, and replays that response to every repeat.
 //! It does nothing for load (pair it with the `ShedLayer` and a retry budget), but it makes
-//! retrying a write *safe* (DESIGN.md, rule 6).
+//! retrying a write *safe*.
 //!
 //! # Semantics (draft-ietf-httpapi-idempotency-key-header)
 //!
@@ -19,32 +19,74 @@
 //! | repeat while the first is in flight | `409 Conflict` |
 //! | same key, different payload fingerprint (method, target, body) | `422 Unprocessable Content` |
 //! | malformed key (empty, > 255 bytes, not visible ASCII), or two keys | `400 Bad Request` |
-//! | body larger than [`max_body`](IdempotencyLayer::max_body) | `413 Content Too Large` |
-//! | the store is unreachable | `503`, and the handler does **not** run (fail closed) |
+//! | body larger than [`max_body`](IdempotencyLayer::max_body) (from `Content-Length`, before reading) | `413 Content Too Large` |
+//! | body not received within [`body_timeout`](IdempotencyLayer::body_timeout) | `408 Request Timeout` |
+//! | no principal ([`scope`]) | `401 Unauthorized`, not executed |
+//! | the store is unreachable, slow (over [`store_timeout`](IdempotencyLayer::store_timeout)) or full | `503` with a jittered `Retry-After`, and the handler does **not** run (fail closed) |
 //!
-//! Keys are scoped by a client identity ([`IdempotencyLayer::scope`]; default the
-//! `Authorization` header, hashed), so one client can never read another's stored response.
-//! Entries expire after [`ttl`](IdempotencyLayer::ttl) (default 24 h).
+//! Problem bodies are RFC 9457 `about:blank` problems with a stable `code` member.
+//! Every outcome is counted in [`IdempotencyMetrics`].
 //!
 //! # The crash guarantee: at most once, and never silently
 //!
 //! Before the handler runs, the store atomically records the key as *in flight* with a lease.
-//! The response is stored after the handler returns. If the process dies in between (or the
-//! work is cancelled, e.g. by the deadline), the record stays in flight: repeats get `409`
-//! while the lease runs, and after it a `409` whose problem type is `…/outcome-unknown` until
-//! the entry expires. **The handler never runs a second time for a key whose first execution
-//! may have had effects**, and the client is told so explicitly instead of getting a fresh
-//! execution it cannot tell from a replay. Reconciling an unknown outcome (look the order up)
-//! is the client's decision. Failures the caller *saw* — a 5xx response or a service error —
-//! release the key, so a retry executes; handlers must make such failures atomic (roll back).
+//! The response is stored after the handler returns. If the process dies in between, the record
+//! stays in flight: repeats get `409` while the lease runs, and after it a `409` whose problem
+//! `code` is `outcome-unknown` until the entry expires. If the request is *cancelled* (its
+//! deadline passed, the client left), the layer settles the key at once: released if the
+//! handler had not been called, outcome unknown if it had. **The handler never runs a second
+//! time for a key whose first execution may have had effects**, and the client is told so
+//! explicitly instead of getting a fresh execution it cannot tell from a replay. Reconciling an
+//! unknown outcome (look the order up) is the client's decision. Failures the caller *saw* — a
+//! 5xx response or a service error — release the key, so a retry executes; handlers must make
+//! such failures atomic (roll back).
+//!
+//! # Limits: what the layer promises, and what it does not
+//!
+//! - **Store outages.** Every store call is bounded by
+//!   [`store_timeout`](IdempotencyLayer::store_timeout) (default 5 s). While the store is down
+//!   or black-holed, keyed requests get `503` with a jittered `Retry-After` within that bound and
+//!   are **not executed** (the layer fails closed: availability of keyed writes is that of the
+//!   store). A store that fails *after* the handler ran leaves the key in flight, then outcome
+//!   unknown: never a second execution, but the client gets no replay either. A `begin` that
+//!   times out may still have been recorded by the store; that key then answers
+//!   outcome-unknown after its lease although its handler never ran (the safe side).
+//! - **Capacity.** The in-memory store never evicts an unexpired key (see
+//!   [`store::memory`]): when its records or pending pool is full it refuses *new* keys with
+//!   `503` + `Retry-After` (counted as `capacity_refused` / `pending_refused`) and keeps
+//!   answering stored ones. Exactly-once holds within the TTL; after the TTL a key may run again.
+//!   PostgreSQL and Redis are bounded by their own storage (Redis with an eviction policy other
+//!   than `noeviction` can drop keys: configure `noeviction` for the store's database).
+//! - **Cancellation.** A request cancelled before its handler was called releases its key; one
+//!   cancelled after is recorded outcome unknown at once (`409`, not executed again). The layer
+//!   cannot know whether a handler it called did anything, so "called" counts as "may have had
+//!   effects". A `ShedLayer` inside this layer answers its own rejections (`503`, `504` for a
+//!   request whose deadline passed in its queue), which release the key; only an outer
+//!   cancellation while a request waits in that queue is recorded outcome unknown.
+//! - **Scoping.** Keys are kept per principal, which the application supplies ([`scope`]):
+//!   by default the [`Principal`] your auth middleware inserts. Without one,
+//!   keyed requests are refused (`401`), never pooled in a shared scope. Two scopes never see
+//!   each other's keys (no replay, no `422`). The principal must be stable across a client's
+//!   retries: scope by the user or tenant id, not a token that can be refreshed.
+//! - **Bodies.** A `Content-Length` over [`max_body`](IdempotencyLayer::max_body) is refused
+//!   before reading; reading the rest is bounded by
+//!   [`body_timeout`](IdempotencyLayer::body_timeout) (default 10 s). Put this layer *outside*
+//!   any admission layer (`DeadlineLayer` → `IdempotencyLayer` → `ShedLayer` → handler) so that
+//!   a slow body is read before an admission slot is taken; a slow body then holds a connection,
+//!   never a slot. (With the layer inside admission, a slow body holds a slot for at most
+//!   `body_timeout`.)
+//! - **One replica.** The in-memory store is exact for one process; replicas that must agree
+//!   share a PostgreSQL or Redis store.
 //!
 //! ```
 //! use seawall_tower::server::IdempotencyLayer;
+//! use seawall_tower::server::idempotency::scope::header_scope;
 //! use std::time::Duration;
 //!
 //! let layer = IdempotencyLayer::in_memory()
 //!     .ttl(Duration::from_secs(3600))
-//!     .scope(|parts| parts.headers.get("x-api-key").map(|v| v.as_bytes().to_vec()));
+//!     .store_timeout(Duration::from_millis(500))
+//!     .scope(header_scope(http::HeaderName::from_static("x-authenticated-tenant")));
 //! # let _ = layer;
 //! ```
 
@@ -52,6 +94,10 @@ pub mod error;
 mod future;
 pub mod key;
 mod layer;
+mod lease;
+pub mod metrics;
+mod problem;
+pub mod scope;
 pub mod store;
 
 use std::sync::Arc;
@@ -60,26 +106,31 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
+use seawall::time::{Clock, SystemClock};
 use tower_service::Service;
 
 pub use error::StoreError;
 pub use future::ResponseFuture;
 pub use layer::{
-    DEFAULT_LEASE, DEFAULT_MAX_BODY, DEFAULT_TTL, IdempotencyLayer, ScopeFn, authorization_scope,
+    DEFAULT_BODY_TIMEOUT, DEFAULT_LEASE, DEFAULT_MAX_BODY, DEFAULT_RETRY_AFTER_SECS,
+    DEFAULT_STORE_TIMEOUT, DEFAULT_TTL, IdempotencyLayer,
 };
+pub use metrics::{IdempotencyMetrics, IdempotencySnapshot};
+pub use scope::{Principal, ScopeFn};
 pub use store::{Begin, IdempotencyStore, StoredResponse};
 
 use layer::Config;
 
 /// The service [`IdempotencyLayer`] makes.
 #[derive(Clone)]
-pub struct Idempotency<S> {
+pub struct Idempotency<S, C = SystemClock> {
     inner: S,
     store: Arc<dyn IdempotencyStore>,
     cfg: Arc<Config>,
+    clock: C,
 }
 
-impl<S: std::fmt::Debug> std::fmt::Debug for Idempotency<S> {
+impl<S: std::fmt::Debug, C> std::fmt::Debug for Idempotency<S, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Idempotency")
             .field("inner", &self.inner)
@@ -88,8 +139,9 @@ impl<S: std::fmt::Debug> std::fmt::Debug for Idempotency<S> {
     }
 }
 
-impl<S, ReqB, ResB> Service<Request<ReqB>> for Idempotency<S>
+impl<S, ReqB, ResB, C> Service<Request<ReqB>> for Idempotency<S, C>
 where
+    C: Clock + Clone + Send + 'static,
     S: Service<Request<ReqB>, Response = Response<ResB>> + Clone + Send + 'static,
     S::Future: Send,
     S::Error: Send,
@@ -113,6 +165,6 @@ where
         }
         let clone = self.inner.clone();
         let ready = std::mem::replace(&mut self.inner, clone);
-        future::run(ready, self.store.clone(), self.cfg.clone(), req)
+        future::run(ready, self.store.clone(), self.cfg.clone(), self.clock.clone(), req)
     }
 }

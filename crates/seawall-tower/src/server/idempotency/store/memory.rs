@@ -1,4 +1,22 @@
 //! [`MemoryStore`]: the default store, bounded, for a single replica.
+//!
+//! # Two pools, and why it never evicts
+//!
+//! Keys in flight and finished keys live in separate, separately bounded pools:
+//!
+//! - **pending** ([`DEFAULT_MAX_PENDING`]): keys whose handler is running. The layer frees a slot
+//!   the moment its request finishes, fails or is cancelled, so a burst of timeouts cannot hold
+//!   the pool for a whole lease.
+//! - **records** ([`DEFAULT_CAPACITY`]): finished keys (a stored response) and keys whose outcome
+//!   is unknown (the handler started and the request was cancelled, or the process lost the
+//!   response). They are kept for the TTL.
+//!
+//! When a pool is full, expired records are dropped; if it is still full, a new key is
+//! **refused** ([`StoreError::Full`] / [`StoreError::PendingFull`], answered `503` with a
+//! jittered `Retry-After`). Nothing unexpired is ever evicted: evicting a finished key would let
+//! its retry execute a second time, silently ending exactly-once at the capacity. Repeats of keys
+//! already stored are still answered while full. [`MemoryStore::stats`] shows both pools; the
+//! layer counts refusals in [`IdempotencyMetrics`](super::super::IdempotencyMetrics).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -10,13 +28,17 @@ use super::{Begin, BoxFuture, Found, IdempotencyStore, StoredResponse, decide};
 use crate::server::idempotency::error::StoreError;
 use crate::server::idempotency::key::{Fingerprint, StoreKey};
 
-/// Default capacity of [`MemoryStore`]: 10,000 keys (a local choice: at 1 KiB per stored response,
-/// ~10 MiB).
+/// Default capacity of the records pool: 10,000 keys (a local choice: at 1 KiB per stored
+/// response, ~10 MiB; at most `capacity × max_body` in the worst case).
 pub const DEFAULT_CAPACITY: usize = 10_000;
+/// Default capacity of the pending pool: 1,024 keys in flight at once (a local choice: well
+/// above the in-flight cap a `ShedLayer` would give one replica).
+pub const DEFAULT_MAX_PENDING: usize = 1_024;
 
 #[derive(Debug)]
 enum State {
     Pending { lease_until: Instant },
+    Unknown,
     Done(StoredResponse),
 }
 
@@ -25,35 +47,60 @@ struct Entry {
     fp: Fingerprint,
     state: State,
     expires: Instant,
-    seq: u64,
 }
 
 #[derive(Debug, Default)]
 struct Map {
     entries: HashMap<StoreKey, Entry>,
-    seq: u64,
+    pending: usize,
 }
 
-/// An in-process store holding at most `capacity` keys. When full it drops expired keys, then
-/// the oldest *finished* ones; keys in flight are never evicted (evicting one would let a repeat
-/// execute a second time), so a store full of in-flight keys refuses new ones
-/// ([`StoreError::Full`], answered 503).
+impl Map {
+    fn records(&self) -> usize {
+        self.entries.len() - self.pending
+    }
+
+    fn remove(&mut self, key: &StoreKey) {
+        if let Some(Entry { state: State::Pending { .. }, .. }) = self.entries.remove(key) {
+            self.pending -= 1;
+        }
+    }
+
+    fn purge(&mut self, now: Instant) {
+        self.entries.retain(|_, e| e.expires > now);
+        self.pending =
+            self.entries.values().filter(|e| matches!(e.state, State::Pending { .. })).count();
+    }
+}
+
+/// How full a [`MemoryStore`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryStats {
+    /// Keys in flight (the pending pool).
+    pub pending: usize,
+    /// Finished and outcome-unknown keys (the records pool).
+    pub records: usize,
+}
+
+/// An in-process store with a bounded pending pool and a bounded records pool (see the
+/// [module docs](self)): full pools refuse new keys, never evict.
 ///
 /// Only correct for one replica: replicas that must agree share a PostgreSQL or Redis store.
 #[derive(Debug)]
 pub struct MemoryStore<C = SystemClock> {
     map: Mutex<Map>,
     capacity: usize,
+    max_pending: usize,
     clock: C,
 }
 
 impl MemoryStore<SystemClock> {
-    /// A store of [`DEFAULT_CAPACITY`] keys.
+    /// A store of [`DEFAULT_CAPACITY`] records and [`DEFAULT_MAX_PENDING`] pending keys.
     pub fn new() -> Self {
         Self::with_capacity(DEFAULT_CAPACITY)
     }
 
-    /// A store of at most `capacity` keys (at least one).
+    /// A store of at most `capacity` records (at least one).
     pub fn with_capacity(capacity: usize) -> Self {
         MemoryStore::with_clock(capacity, SystemClock)
     }
@@ -66,9 +113,30 @@ impl Default for MemoryStore<SystemClock> {
 }
 
 impl<C: Clock> MemoryStore<C> {
-    /// A store driven by `clock` (tests: a `ManualClock`).
+    /// A store of `capacity` records driven by `clock` (tests: a `ManualClock`).
     pub fn with_clock(capacity: usize, clock: C) -> Self {
-        MemoryStore { map: Mutex::new(Map::default()), capacity: capacity.max(1), clock }
+        MemoryStore {
+            map: Mutex::new(Map::default()),
+            capacity: capacity.max(1),
+            max_pending: DEFAULT_MAX_PENDING,
+            clock,
+        }
+    }
+
+    /// At most `n` keys in flight at once (at least one; default [`DEFAULT_MAX_PENDING`]).
+    pub fn max_pending(mut self, n: usize) -> Self {
+        self.max_pending = n.max(1);
+        self
+    }
+
+    /// How full the two pools are now.
+    pub fn stats(&self) -> MemoryStats {
+        let m = self.lock();
+        MemoryStats { pending: m.pending, records: m.records() }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Map> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn begin_now(
@@ -79,44 +147,56 @@ impl<C: Clock> MemoryStore<C> {
         ttl: Duration,
     ) -> Result<Begin, StoreError> {
         let now = self.clock.now();
-        let mut m = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        let mut m = self.lock();
         if let Some(e) = m.entries.get(key).filter(|e| e.expires > now) {
             let found = match &e.state {
                 State::Pending { lease_until } => {
                     Found::Pending { lease_expired: now >= *lease_until }
                 }
+                State::Unknown => Found::Pending { lease_expired: true },
                 State::Done(r) => Found::Done(r.clone()),
             };
             return Ok(decide(&e.fp, fp, found));
         }
-        if m.entries.len() >= self.capacity && !m.entries.contains_key(key) {
-            m.entries.retain(|_, e| e.expires > now);
-            if m.entries.len() >= self.capacity {
-                let oldest = m
-                    .entries
-                    .iter()
-                    .filter(|(_, e)| matches!(e.state, State::Done(_)))
-                    .min_by_key(|(_, e)| e.seq)
-                    .map(|(k, _)| k.clone());
-                match oldest {
-                    Some(k) => {
-                        m.entries.remove(&k);
-                    }
-                    None => return Err(StoreError::Full),
-                }
-            }
+        m.remove(key);
+        if m.pending >= self.max_pending || m.records() >= self.capacity {
+            m.purge(now);
         }
-        m.seq += 1;
-        let seq = m.seq;
+        if m.pending >= self.max_pending {
+            return Err(StoreError::PendingFull);
+        }
+        // A pending key becomes a record when it finishes: refuse it now rather than later.
+        if m.records() + m.pending >= self.capacity {
+            return Err(StoreError::Full);
+        }
+        m.pending += 1;
         let entry = Entry {
             fp: *fp,
             state: State::Pending { lease_until: now + lease },
             expires: now + ttl,
-            seq,
         };
         m.entries.insert(key.clone(), entry);
         Ok(Begin::Execute)
     }
+
+    /// Moves a pending key to `state` (a record) if it is still pending with `fp`.
+    fn settle(&self, key: &StoreKey, fp: &Fingerprint, state: State, ttl: Option<Duration>) {
+        let now = self.clock.now();
+        let mut m = self.lock();
+        let Some(e) = m.entries.get_mut(key) else { return };
+        if e.fp != *fp || !matches!(e.state, State::Pending { .. }) {
+            return;
+        }
+        e.state = state;
+        if let Some(ttl) = ttl {
+            e.expires = now + ttl;
+        }
+        m.pending -= 1;
+    }
+}
+
+fn ready<'a, T: Send + 'a>(v: T) -> BoxFuture<'a, T> {
+    Box::pin(std::future::ready(v))
 }
 
 impl<C: Clock + 'static> IdempotencyStore for MemoryStore<C> {
@@ -127,8 +207,7 @@ impl<C: Clock + 'static> IdempotencyStore for MemoryStore<C> {
         lease: Duration,
         ttl: Duration,
     ) -> BoxFuture<'a, Result<Begin, StoreError>> {
-        let r = self.begin_now(key, fp, lease, ttl);
-        Box::pin(async move { r })
+        ready(self.begin_now(key, fp, lease, ttl))
     }
 
     fn complete<'a>(
@@ -138,13 +217,8 @@ impl<C: Clock + 'static> IdempotencyStore for MemoryStore<C> {
         res: &'a StoredResponse,
         ttl: Duration,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let now = self.clock.now();
-        let mut m = self.map.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(e) = m.entries.get_mut(key).filter(|e| e.fp == *fp) {
-            e.state = State::Done(res.clone());
-            e.expires = now + ttl;
-        }
-        Box::pin(async { Ok(()) })
+        self.settle(key, fp, State::Done(res.clone()), Some(ttl));
+        ready(Ok(()))
     }
 
     fn release<'a>(
@@ -152,74 +226,26 @@ impl<C: Clock + 'static> IdempotencyStore for MemoryStore<C> {
         key: &'a StoreKey,
         fp: &'a Fingerprint,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let mut m = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        let mut m = self.lock();
         if m.entries
             .get(key)
             .is_some_and(|e| e.fp == *fp && matches!(e.state, State::Pending { .. }))
         {
-            m.entries.remove(key);
+            m.remove(key);
         }
-        Box::pin(async { Ok(()) })
+        ready(Ok(()))
+    }
+
+    fn abandon<'a>(
+        &'a self,
+        key: &'a StoreKey,
+        fp: &'a Fingerprint,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.settle(key, fp, State::Unknown, None);
+        ready(Ok(()))
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use bytes::Bytes;
-    use seawall::time::ManualClock;
-
-    const S: Duration = Duration::from_secs(1);
-
-    fn key(k: &str) -> StoreKey {
-        StoreKey { scope: "s".into(), key: k.into() }
-    }
-
-    fn now<F: std::future::Future>(f: F) -> F::Output {
-        // Every MemoryStore future is ready at once.
-        let waker = std::task::Waker::noop();
-        let mut f = std::pin::pin!(f);
-        match f.as_mut().poll(&mut std::task::Context::from_waker(waker)) {
-            std::task::Poll::Ready(v) => v,
-            std::task::Poll::Pending => unreachable!("memory store futures are ready"),
-        }
-    }
-
-    #[test]
-    fn lifecycle_and_crash_guarantee_on_virtual_time() {
-        let clock = ManualClock::new();
-        let s = MemoryStore::with_clock(10, clock.clone());
-        let (fp, other) = ([1; 32], [2; 32]);
-        assert_eq!(now(s.begin(&key("a"), &fp, S, 60 * S)).unwrap(), Begin::Execute);
-        assert_eq!(now(s.begin(&key("a"), &fp, S, 60 * S)).unwrap(), Begin::InFlight);
-        assert_eq!(now(s.begin(&key("a"), &other, S, 60 * S)).unwrap(), Begin::Mismatch);
-        // "Crash": never completed. After the lease: outcome unknown, never a second execution.
-        clock.advance(2 * S);
-        assert_eq!(now(s.begin(&key("a"), &fp, S, 60 * S)).unwrap(), Begin::Unknown);
-        // After the TTL the key is free again.
-        clock.advance(60 * S);
-        assert_eq!(now(s.begin(&key("a"), &fp, S, 60 * S)).unwrap(), Begin::Execute);
-        let r = StoredResponse { status: 201, headers: vec![], body: Bytes::from_static(b"ok") };
-        now(s.complete(&key("a"), &fp, &r, 60 * S)).unwrap();
-        assert_eq!(now(s.begin(&key("a"), &fp, S, 60 * S)).unwrap(), Begin::Done(r));
-    }
-
-    #[test]
-    fn bounded_evicts_finished_never_in_flight() {
-        let clock = ManualClock::new();
-        let s = MemoryStore::with_clock(2, clock.clone());
-        let fp = [1; 32];
-        let r = StoredResponse { status: 200, headers: vec![], body: Bytes::new() };
-        assert_eq!(now(s.begin(&key("a"), &fp, S, 60 * S)).unwrap(), Begin::Execute);
-        now(s.complete(&key("a"), &fp, &r, 60 * S)).unwrap();
-        assert_eq!(now(s.begin(&key("b"), &fp, S, 60 * S)).unwrap(), Begin::Execute);
-        assert_eq!(
-            now(s.begin(&key("c"), &fp, S, 60 * S)).unwrap(),
-            Begin::Execute,
-            "evicts finished a"
-        );
-        assert!(matches!(now(s.begin(&key("d"), &fp, S, 60 * S)), Err(StoreError::Full)));
-        now(s.release(&key("b"), &fp)).unwrap();
-        assert_eq!(now(s.begin(&key("b"), &fp, S, 60 * S)).unwrap(), Begin::Execute, "released");
-    }
-}
+#[path = "memory_tests.rs"]
+mod tests;

@@ -134,13 +134,26 @@ pub trait IdempotencyStore: Send + Sync + std::fmt::Debug + 'static {
         ttl: Duration,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
 
-    /// Forgets an in-flight marker whose request failed visibly (5xx or a service error), so a
-    /// retry may execute.
+    /// Forgets an in-flight marker whose request failed visibly (5xx or a service error) or was
+    /// cancelled before its handler was called, so a retry may execute.
     fn release<'a>(
         &'a self,
         key: &'a StoreKey,
         fp: &'a Fingerprint,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Marks an in-flight key whose handler started but whose request was cancelled (deadline,
+    /// client gone) as *outcome unknown* at once, ending its lease: repeats get the
+    /// outcome-unknown `409` instead of "in progress", and the key leaves the pending pool. The
+    /// default keeps the marker until its lease runs out, which is also safe.
+    fn abandon<'a>(
+        &'a self,
+        key: &'a StoreKey,
+        fp: &'a Fingerprint,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = (key, fp);
+        Box::pin(std::future::ready(Ok(())))
+    }
 }
 
 #[cfg(test)]

@@ -38,6 +38,7 @@ pub struct PostgresStore {
     sql_select: String,
     sql_complete: String,
     sql_release: String,
+    sql_abandon: String,
 }
 
 impl PostgresStore {
@@ -81,6 +82,10 @@ impl PostgresStore {
             ),
             sql_release: format!(
                 "DELETE FROM {t} WHERE scope = $1 AND key = $2 AND fingerprint = $3 AND NOT done"
+            ),
+            sql_abandon: format!(
+                "UPDATE {t} SET lease_until = now() \
+                 WHERE scope = $1 AND key = $2 AND fingerprint = $3 AND NOT done"
             ),
         })
     }
@@ -176,6 +181,21 @@ impl IdempotencyStore for PostgresStore {
             let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
                 [&key.scope, &key.key, &fp.as_slice(), &encoded.as_ref(), &millis(ttl)];
             client.execute(self.sql_complete.as_str(), &params).await.map_err(backend)?;
+            Ok(())
+        })
+    }
+
+    fn abandon<'a>(
+        &'a self,
+        key: &'a StoreKey,
+        fp: &'a Fingerprint,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let client = self.pool.get().await.map_err(backend)?;
+            client
+                .execute(self.sql_abandon.as_str(), &[&key.scope, &key.key, &fp.as_slice()])
+                .await
+                .map_err(backend)?;
             Ok(())
         })
     }

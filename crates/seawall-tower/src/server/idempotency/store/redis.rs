@@ -51,6 +51,16 @@ end
 return 0
 ";
 
+// Ends the lease of an in-flight key (outcome unknown from now), keeping its expiry.
+const ABANDON: &str = r"
+local v = redis.call('GET', KEYS[1])
+if v and string.sub(v, 1, 1) == '0' and string.sub(v, 2, 33) == ARGV[1] then
+  redis.call('SET', KEYS[1], '0' .. ARGV[1] .. string.rep('0', 16), 'KEEPTTL')
+  return 1
+end
+return 0
+";
+
 fn backend(e: redis::RedisError) -> StoreError {
     StoreError::Backend(Box::new(e))
 }
@@ -67,6 +77,7 @@ pub struct RedisStore {
     begin: Script,
     complete: Script,
     release: Script,
+    abandon: Script,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -94,6 +105,7 @@ impl RedisStore {
             begin: Script::new(BEGIN),
             complete: Script::new(COMPLETE),
             release: Script::new(RELEASE),
+            abandon: Script::new(ABANDON),
         }
     }
 
@@ -164,6 +176,24 @@ impl IdempotencyStore for RedisStore {
                 .arg(fp.as_slice())
                 .arg(res.encode().as_ref())
                 .arg(millis(ttl))
+                .invoke_async(&mut conn)
+                .await
+                .map_err(backend)?;
+            Ok(())
+        })
+    }
+
+    fn abandon<'a>(
+        &'a self,
+        key: &'a StoreKey,
+        fp: &'a Fingerprint,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let mut conn = self.conn.clone();
+            let _: i64 = self
+                .abandon
+                .key(self.redis_key(key))
+                .arg(fp.as_slice())
                 .invoke_async(&mut conn)
                 .await
                 .map_err(backend)?;
