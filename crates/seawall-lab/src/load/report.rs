@@ -77,7 +77,7 @@ pub struct Latency {
 
 impl Latency {
     fn of<C: Counter>(h: &Histogram<C>) -> Self {
-        let ms = |us: u64| (h.len() > 0).then(|| us as f64 / 1000.0);
+        let ms = |us: u64| (!h.is_empty()).then(|| us as f64 / 1000.0);
         Self {
             count: h.len(),
             p50: ms(h.value_at_quantile(0.50)),

@@ -163,11 +163,9 @@ impl Iterator for Arrivals<'_> {
             } else {
                 None
             };
-            if let Some(x) = x {
-                if x < len {
-                    self.next += 1;
-                    return Some(Duration::from_secs_f64(self.stage_start + x));
-                }
+            if let Some(x) = x.filter(|x| *x < len) {
+                self.next += 1;
+                return Some(Duration::from_secs_f64(self.stage_start + x));
             }
             self.done += (a + b) * len / 2.0;
             self.stage_start += len;
