@@ -13,7 +13,7 @@ use super::spec::LoadSpec;
 use super::stats::{Recorder, Second};
 use hdrhistogram::{Counter, Histogram};
 
-/// Counts over an interval; see [`Second`](super::stats::Second) for the definitions.
+/// Counts over an interval; see [`Second`] for the definitions.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[allow(missing_docs)]
 pub struct Counts {
