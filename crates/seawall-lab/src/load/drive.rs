@@ -90,7 +90,7 @@ pub fn admit(scheduled: Instant, now: Instant, in_flight: usize, bounds: &Bounds
 }
 
 /// What the generator has done so far, once per second of the schedule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Progress {
     /// The second just finished (0-based).
     pub second: usize,
@@ -122,11 +122,42 @@ fn progress_of(rec: &Recorder, second: usize, in_flight: usize) -> Progress {
     }
 }
 
+/// Which of the schedule's arrivals one driver sends: those with `index ≡ shard (mod of)`.
+///
+/// A generator on several threads runs one driver per thread (as wrk does: one event loop per
+/// thread, no waking across threads), each on every `of`-th arrival, so together they send the
+/// schedule exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// This driver's share, `0..of`.
+    pub index: usize,
+    /// How many drivers share the schedule (at least 1).
+    pub of: usize,
+}
+
+impl Shard {
+    /// The whole schedule.
+    pub const WHOLE: Shard = Shard { index: 0, of: 1 };
+}
+
 /// Runs `schedule` from now against `transport`, each request with `deadline` from its
 /// scheduled time, and returns the counts once every request has ended (at the latest at its
 /// deadline). `progress` is called as each second of the schedule is dispatched.
 pub async fn drive<T: Transport, K: Timer>(
     schedule: &Schedule,
+    bounds: Bounds,
+    deadline: Duration,
+    transport: Arc<T>,
+    timer: K,
+    progress: impl FnMut(&Progress),
+) -> Recorder {
+    drive_shard(schedule, Shard::WHOLE, bounds, deadline, transport, timer, progress).await
+}
+
+/// [`drive`] for one [`Shard`] of the schedule (every second is still reported to `progress`).
+pub async fn drive_shard<T: Transport, K: Timer>(
+    schedule: &Schedule,
+    shard: Shard,
     bounds: Bounds,
     deadline: Duration,
     transport: Arc<T>,
@@ -138,7 +169,7 @@ pub async fn drive<T: Transport, K: Timer>(
     let mut tasks = JoinSet::new();
     let start = timer.now();
     let mut reported = 0;
-    for offset in schedule.arrivals() {
+    for offset in schedule.arrivals().skip(shard.index).step_by(shard.of.max(1)) {
         let at = start + offset;
         if timer.now() < at {
             timer.sleep_until(at).await;

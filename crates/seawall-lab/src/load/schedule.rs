@@ -4,6 +4,23 @@
 //! the rate reaches `i` (k6's `ramping-arrival-rate` does the same), so a long run does not drift
 //! and the count in any second is exactly the rate's integral over it, give or take one. Nothing
 //! here reads a clock: the schedule is a pure function of the stages, tested as such.
+//!
+//! ```
+//! use std::time::Duration;
+//! use seawall_lab::load::{Schedule, Stage};
+//!
+//! // 0 → 100 rps over 2 s, then 100 rps for 1 s.
+//! let s = Schedule::ramp(0.0, vec![
+//!     Stage { duration: Duration::from_secs(2), target: 100.0 },
+//!     Stage { duration: Duration::from_secs(1), target: 100.0 },
+//! ])?;
+//! let mut per_second = vec![0; s.seconds()];
+//! for t in s.arrivals() {
+//!     per_second[t.as_secs() as usize] += 1;
+//! }
+//! assert_eq!(per_second, [25, 75, 100]);
+//! # Ok::<(), seawall_lab::load::LoadError>(())
+//! ```
 
 use std::time::Duration;
 

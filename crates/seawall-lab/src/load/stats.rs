@@ -123,6 +123,27 @@ impl Recorder {
         self.peak_in_flight = self.peak_in_flight.max(in_flight);
     }
 
+    /// Adds another driver's counts (a shard of the same schedule). `peak_in_flight` becomes
+    /// the sum of the peaks: an upper bound of the peak of the sum.
+    pub fn merge(&mut self, o: &Recorder) {
+        for (a, b) in self.seconds.iter_mut().zip(&o.seconds) {
+            a.offered += b.offered;
+            a.sent += b.sent;
+            a.dropped_late += b.dropped_late;
+            a.dropped_full += b.dropped_full;
+            a.good += b.good;
+            a.connect += b.connect;
+            a.deadline += b.deadline;
+            a.status_5xx += b.status_5xx;
+            a.status_4xx += b.status_4xx;
+            a.other += b.other;
+            a.latency.add(&b.latency).expect("same bounds");
+        }
+        self.overall.add(&o.overall).expect("same bounds");
+        self.max_lag = self.max_lag.max(o.max_lag);
+        self.peak_in_flight += o.peak_in_flight;
+    }
+
     /// The request due in `sec` ended with `outcome`, `latency` after its scheduled time.
     pub fn done(&mut self, sec: usize, outcome: Outcome, latency: Duration) {
         let s = self.at(sec);
