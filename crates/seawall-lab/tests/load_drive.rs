@@ -5,7 +5,8 @@
 //! - awaiting each request before the next send (closed loop) → `sends_on_schedule_…`;
 //! - measuring latency from the actual send instead of the scheduled one → `a_stalled_…`;
 //! - dropping the lateness check → `requests_too_late_…`; the in-flight check → `at_max_in_…`;
-//! - not abandoning a request at its deadline → `the_deadline_…`.
+//! - not abandoning a request at its deadline → `the_deadline_…`;
+//! - every shard starting at arrival 0 (duplicates instead of a split) → `shards_send_…`.
 
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
@@ -180,4 +181,58 @@ async fn offered_follows_a_ramp_second_by_second() {
     let offered: Vec<u64> = rec.seconds.iter().map(|s| s.offered).collect();
     assert_eq!(offered, vec![25, 75, 100, 80, 40]);
     assert_eq!(seen, vec![(0, 25), (1, 75), (2, 100), (3, 80), (4, 40)], "progress once a second");
+}
+
+#[tokio::test(start_paused = true)]
+async fn shards_send_the_schedule_exactly_between_them() {
+    use seawall_lab::load::{Shard, drive_shard};
+    // Three drivers on every third arrival send, together, each instant of the schedule once.
+    let s = Schedule::constant(90.0, Duration::from_secs(1)).unwrap();
+    let fakes: Vec<_> = (0..3).map(|_| Fake::new(MS)).collect();
+    let start = Instant::now();
+    let runs = fakes.iter().enumerate().map(|(index, f)| {
+        drive_shard(
+            &s,
+            Shard { index, of: 3 },
+            bounds(10, 50),
+            100 * MS,
+            f.clone(),
+            TokioTimer,
+            |_| {},
+        )
+    });
+    let recs = futures_join_all(runs).await;
+    let mut all: Vec<Duration> = fakes
+        .iter()
+        .flat_map(|f| f.calls.lock().unwrap().iter().map(|c| c.0 - start).collect::<Vec<_>>())
+        .collect();
+    all.sort();
+    // tokio's timer wakes on whole milliseconds: each arrival goes out at its instant rounded up.
+    let ceil_ms = |t: Duration| Duration::from_millis(t.as_nanos().div_ceil(1_000_000) as u64);
+    let want: Vec<Duration> = s.arrivals().map(ceil_ms).collect();
+    assert_eq!(all, want);
+    assert!(recs.iter().all(|r| r.seconds[0].sent == 30));
+}
+
+/// Runs the futures concurrently on this task (the test crate has no `futures` dependency).
+async fn futures_join_all<F: Future>(fs: impl Iterator<Item = F>) -> Vec<F::Output> {
+    let mut set = Vec::new();
+    for f in fs {
+        set.push(Box::pin(f));
+    }
+    let mut out: Vec<Option<F::Output>> = set.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (f, o) in set.iter_mut().zip(out.iter_mut()) {
+            if o.is_none() {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => *o = Some(v),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending { std::task::Poll::Pending } else { std::task::Poll::Ready(()) }
+    })
+    .await;
+    out.into_iter().map(|o| o.expect("ready")).collect()
 }
