@@ -23,7 +23,7 @@ pub(crate) struct Args {
     /// 5s:0): the rate moves linearly to RPS over DURATION. Repeatable; the run lasts their sum.
     #[arg(long, value_name = "DURATION:RPS")]
     ramp: Vec<String>,
-    /// Length of a constant-rate run (30s, 500ms, 2m, or seconds); at most 600 s.
+    /// Length of a constant-rate run (30s, 500ms, 2m, or seconds; default 10 s); at most 600 s.
     #[arg(long, value_name = "DURATION")]
     duration: Option<String>,
     /// Each request's deadline, from its scheduled send time, ms (sent as Request-Timeout-Ms;
@@ -40,7 +40,8 @@ pub(crate) struct Args {
     #[arg(long, value_name = "STRING|@FILE")]
     body: Option<String>,
     /// Most requests outstanding at once, and so most connections (HTTP/1.1 carries one request
-    /// at a time); a request due when this many are outstanding is dropped and counted.
+    /// at a time); a request due when this many are outstanding is dropped and counted. Split
+    /// evenly between the generator's threads (one per core).
     #[arg(long, default_value_t = 512)]
     max_in_flight: usize,
     /// A request the generator cannot send within this of its scheduled time (a busy machine)
