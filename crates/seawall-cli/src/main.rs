@@ -13,6 +13,7 @@ mod audit;
 mod detect;
 mod escape;
 mod lab;
+mod load;
 mod proxy;
 mod simulate;
 
@@ -38,6 +39,8 @@ enum Command {
     Escape(escape::Args),
     /// Load-test the recovery: real tiers on loopback, an injected fault, before and after.
     Lab(lab::Args),
+    /// Open-loop HTTP load on a loopback target: per-second goodput, errors, honest latency.
+    Load(load::Args),
     /// A fault-injecting proxy in front of a dependency (TCP or HTTP), with counters.
     Proxy(proxy::Args),
     /// One tier of a lab stack (started by `seawall lab`; not for direct use).
@@ -54,6 +57,7 @@ fn main() -> ExitCode {
         Command::Alerts(args) => alerts::run(args),
         Command::Escape(args) => escape::run(args),
         Command::Lab(args) => lab::run(args),
+        Command::Load(args) => load::run(args),
         Command::LabNode(args) => lab::run_node(args),
         Command::Proxy(args) => proxy::run(args),
     };

@@ -1,0 +1,132 @@
+//! `seawall load`: open-loop HTTP load against a loopback target, latency without coordinated
+//! omission.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use seawall_lab::load::{
+    self, LoadSpec, Progress, Schedule, Target, parse_duration, parse_header, parse_stage,
+};
+
+/// Arguments of `seawall load`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The target, http://HOST[:PORT]/PATH; HOST must be loopback (127.0.0.0/8, ::1, localhost).
+    url: String,
+    /// Requests per second: the constant rate, or the start rate of --ramp (default 0 then).
+    #[arg(long, value_name = "RPS")]
+    rate: Option<f64>,
+    /// A ramp stage, DURATION:RPS (k6's stages; e.g. --ramp 10s:1000 --ramp 20s:1000 --ramp
+    /// 5s:0): the rate moves linearly to RPS over DURATION. Repeatable; the run lasts their sum.
+    #[arg(long, value_name = "DURATION:RPS")]
+    ramp: Vec<String>,
+    /// Length of a constant-rate run (30s, 500ms, 2m, or seconds; default 10 s); at most 600 s.
+    #[arg(long, value_name = "DURATION")]
+    duration: Option<String>,
+    /// Each request's deadline, from its scheduled send time, ms (sent as Request-Timeout-Ms;
+    /// the client gives up at it).
+    #[arg(long, default_value_t = 1000)]
+    deadline_ms: u64,
+    /// The request method.
+    #[arg(long, default_value = "GET")]
+    method: String,
+    /// An extra header, 'Name: value' (repeatable).
+    #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
+    headers: Vec<String>,
+    /// The request body: a string, or @FILE to read it from a file.
+    #[arg(long, value_name = "STRING|@FILE")]
+    body: Option<String>,
+    /// Most requests outstanding at once, and so most connections (HTTP/1.1 carries one request
+    /// at a time); a request due when this many are outstanding is dropped and counted. Split
+    /// evenly between the generator's threads (one per core).
+    #[arg(long, default_value_t = 512)]
+    max_in_flight: usize,
+    /// A request the generator cannot send within this of its scheduled time (a busy machine)
+    /// is dropped and counted, not sent late in a burst.
+    #[arg(long, default_value_t = 100)]
+    max_lateness_ms: u64,
+    /// Write results.json and report.html here.
+    #[arg(long, default_value = "load-report")]
+    out: PathBuf,
+    /// Print results.json to stdout (the table goes to stderr).
+    #[arg(long)]
+    json: bool,
+}
+
+fn body(arg: Option<&str>) -> anyhow::Result<Vec<u8>> {
+    let Some(b) = arg else { return Ok(Vec::new()) };
+    let Some(path) = b.strip_prefix('@') else { return Ok(b.as_bytes().to_vec()) };
+    let f = std::fs::File::open(path).with_context(|| format!("--body @{path}"))?;
+    let mut buf = Vec::new();
+    let limit = load::spec::MAX_BODY as u64;
+    f.take(limit + 1).read_to_end(&mut buf).with_context(|| format!("--body @{path}"))?;
+    anyhow::ensure!(buf.len() as u64 <= limit, "--body @{path}: larger than {limit} bytes");
+    Ok(buf)
+}
+
+fn spec(args: &Args) -> anyhow::Result<LoadSpec> {
+    let target = Target::parse(&args.url)?;
+    let schedule = if args.ramp.is_empty() {
+        let rate = args.rate.context("--rate RPS is required (or --ramp DURATION:RPS)")?;
+        let d = args.duration.as_deref().map_or(Ok(Duration::from_secs(10)), parse_duration)?;
+        Schedule::constant(rate, d)?
+    } else {
+        anyhow::ensure!(
+            args.duration.is_none(),
+            "--duration and --ramp exclude each other: a ramp lasts the sum of its stages"
+        );
+        let stages = args.ramp.iter().map(|s| parse_stage(s)).collect::<Result<Vec<_>, _>>()?;
+        Schedule::ramp(args.rate.unwrap_or(0.0), stages)?
+    };
+    let headers = args.headers.iter().map(|h| parse_header(h)).collect::<Result<Vec<_>, _>>()?;
+    Ok(LoadSpec::new(
+        target,
+        &args.method,
+        headers,
+        body(args.body.as_deref())?,
+        schedule,
+        Duration::from_millis(args.deadline_ms),
+        args.max_in_flight,
+        Duration::from_millis(args.max_lateness_ms),
+    )?)
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let spec = spec(&args)?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let tty = std::io::stderr().is_terminal();
+    let progress = |p: &Progress| {
+        if tty {
+            eprint!(
+                "\r\x1b[2K{:>4} s  offered {:>7}  sent {:>7}  dropped {:>6}  good so far {:>9}  in flight {:>5}",
+                p.second + 1,
+                p.offered,
+                p.sent,
+                p.dropped,
+                p.good,
+                p.in_flight
+            );
+            let _ = std::io::stderr().flush();
+        }
+    };
+    let out = load::run_blocking(&spec, &args.url, progress)?;
+    if tty {
+        eprint!("\r\x1b[2K");
+    }
+    let json = out.to_json();
+    std::fs::write(args.out.join("results.json"), &json).context("writing results.json")?;
+    let html = seawall_report::render_html(&out.results);
+    std::fs::write(args.out.join("report.html"), html).context("writing report.html")?;
+    if args.json {
+        print!("{json}");
+        eprint!("{}", out.render_table());
+    } else {
+        print!("{}", out.render_table());
+        println!("wrote {}", args.out.join("results.json").display());
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,158 @@
+//! `seawall load` against Debian's `wrk` on the same loopback nginx, in the same run.
+//!
+//! wrk is closed-loop: its connections send as fast as answers come back, so its req/s is the
+//! most the server and the client machine manage together. An open-loop generator has no such
+//! figure of its own; its equivalent is the highest rate it *sustains*: at least 99 % of the
+//! scheduled requests sent (not dropped late or at max in flight) and answered 2xx within the
+//! deadline.
+//! This example measures wrk's req/s, then runs `seawall load` (the library the CLI calls) at
+//! rising rates from a fraction of it (half by default) until a step is not sustained, and prints both and the ratio.
+//!
+//! ```text
+//! cargo run --release -p seawall-lab --example load_vs_wrk -- [SECONDS_PER_STEP] [START_FRACTION] [CONNECTIONS]...
+//! ```
+//! Needs `nginx` and `wrk` on PATH (Debian packages of those names). nginx runs as one process
+//! (`master_process off`, one worker) on a free port with a generated config, and is killed on
+//! exit, also on a panic.
+
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use seawall_lab::load::{LoadResults, LoadSpec, Schedule, Target, run_blocking};
+
+struct Nginx {
+    child: Child,
+    dir: std::path::PathBuf,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn nginx(port: u16) -> Nginx {
+    let dir = std::env::temp_dir().join(format!("seawall-load-vs-wrk-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("tmp")).unwrap();
+    let d = dir.display();
+    let conf = format!(
+        "worker_processes 1;\nmaster_process off;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
+         events {{ worker_connections 4096; }}\n\
+         http {{\n  access_log off;\n  keepalive_requests 10000000;\n  keepalive_timeout 60s;\n\
+           client_body_temp_path {d}/tmp;\n  proxy_temp_path {d}/tmp;\n  fastcgi_temp_path {d}/tmp;\n\
+           uwsgi_temp_path {d}/tmp;\n  scgi_temp_path {d}/tmp;\n\
+           server {{ listen 127.0.0.1:{port}; location / {{ return 200 \"ok\\n\"; }} }}\n}}\n"
+    );
+    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+    let child = Command::new("nginx")
+        .args([
+            "-p",
+            &d.to_string(),
+            "-e",
+            &format!("{d}/error.log"),
+            "-c",
+            &format!("{d}/nginx.conf"),
+        ])
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("nginx on PATH (apt-get install nginx)");
+    let n = Nginx { child, dir };
+    let t0 = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(t0.elapsed() < Duration::from_secs(10), "nginx did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    n
+}
+
+fn wrk(url: &str, secs: u64, conns: usize) -> f64 {
+    let args = ["-t2", &format!("-c{conns}"), &format!("-d{secs}s"), url];
+    eprintln!("$ wrk {}", args.join(" "));
+    let out = Command::new("wrk").args(args).output().expect("wrk on PATH (apt-get install wrk)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    eprint!("{text}");
+    let line =
+        text.lines().find(|l| l.starts_with("Requests/sec:")).expect("wrk prints Requests/sec");
+    line["Requests/sec:".len()..].trim().parse().expect("a number")
+}
+
+fn seawall(url: &str, rate: f64, secs: u64, conns: usize) -> LoadResults {
+    let spec = LoadSpec::new(
+        Target::parse(url).unwrap(),
+        "GET",
+        vec![],
+        "",
+        Schedule::constant(rate, Duration::from_secs(secs)).unwrap(),
+        Duration::from_millis(1000),
+        conns,
+        Duration::from_millis(100),
+    )
+    .unwrap();
+    run_blocking(&spec, url, |_| {}).unwrap()
+}
+
+/// The highest rate `seawall load` sustains with `conns` in flight, from `from` rps upwards by
+/// 15 % a step (at most 16 steps).
+fn search(url: &str, from: f64, secs: u64, conns: usize) -> f64 {
+    let mut rate = (from / 100.0).round().max(1.0) * 100.0;
+    let mut best = 0.0;
+    for _ in 0..16 {
+        let r = seawall(url, rate, secs, conns);
+        let (t, l) = (&r.load.totals, &r.load);
+        // Sustained: at least 99 % of the scheduled requests sent and answered 2xx in time. (A
+        // stricter "none dropped" measures the machine's scheduling stalls, not throughput: on a
+        // shared machine a thread off the CPU for 50 ms at 10,000 rps owes 500 requests at once.)
+        let ok = t.good as f64 >= 0.99 * t.offered as f64;
+        eprintln!(
+            "seawall load --rate {rate} --duration {secs} --max-in-flight {conns}: offered {} sent {} dropped {} (late {}, full {}) good {} p50 {:.2} ms p99 {:.2} ms max {:.2} ms lag {:.1} ms, {} connections → {}",
+            t.offered,
+            t.sent,
+            t.dropped(),
+            t.dropped_late,
+            t.dropped_full,
+            t.good,
+            l.latency_ms.p50.unwrap_or(0.0),
+            l.latency_ms.p99.unwrap_or(0.0),
+            l.latency_ms.max.unwrap_or(0.0),
+            l.max_lag_ms,
+            l.peak_connections,
+            if ok { "sustained" } else { "NOT sustained" }
+        );
+        if !ok {
+            break;
+        }
+        best = rate;
+        rate = (rate * 1.15 / 100.0).ceil() * 100.0;
+    }
+    best
+}
+
+fn main() {
+    let mut a = std::env::args().skip(1);
+    let secs: u64 = a.next().map_or(3, |s| s.parse().expect("SECONDS_PER_STEP"));
+    let start: f64 = a.next().map_or(0.5, |s| s.parse().expect("START_FRACTION"));
+    let conns: Vec<usize> = a.map(|s| s.parse().expect("CONNECTIONS")).collect();
+    let conns = if conns.is_empty() { vec![64] } else { conns };
+    let port = free_port();
+    let _nginx = nginx(port);
+    let url = format!("http://127.0.0.1:{port}/");
+    let mut lines = Vec::new();
+    for c in conns {
+        let wrk_rps = wrk(&url, secs, c);
+        let best = search(&url, wrk_rps * start, secs, c);
+        lines.push(format!(
+            "{c} connections: wrk -t2 {wrk_rps:.0} req/s; seawall load highest sustained {best:.0} rps; ratio {:.2}",
+            best / wrk_rps
+        ));
+    }
+    for l in lines {
+        println!("{l}");
+    }
+}

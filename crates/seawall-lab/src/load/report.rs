@@ -1,0 +1,278 @@
+//! The results of a load test: `results.json` in the shared format, plus the load's own figures.
+//!
+//! The file is a [`seawall_report::Results`] (`source: lab`, one run, one tier — the target),
+//! so everything that reads `simulate`'s and `lab`'s results reads it too: `series.edge_rps` is
+//! the offered rate, `series.goodput_rps` the requests answered 2xx within their deadline and
+//! `series.bottom_attempts_rps` the requests actually sent. What the shared format has no field
+//! for — drops, errors by kind, latency — sits beside it under the key `load`.
+
+use seawall_report::{Results, Run, Series, Source, summarize};
+use serde::{Deserialize, Serialize};
+
+use super::spec::LoadSpec;
+use super::stats::{Recorder, Second};
+use hdrhistogram::{Counter, Histogram};
+
+/// Counts over an interval; see [`Second`] for the definitions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[allow(missing_docs)]
+pub struct Counts {
+    pub offered: u64,
+    pub sent: u64,
+    pub dropped_late: u64,
+    pub dropped_full: u64,
+    pub good: u64,
+    pub connect: u64,
+    pub deadline: u64,
+    pub status_5xx: u64,
+    pub status_4xx: u64,
+    pub other: u64,
+}
+
+impl Counts {
+    fn of(s: &Second) -> Self {
+        Self {
+            offered: s.offered,
+            sent: s.sent,
+            dropped_late: s.dropped_late,
+            dropped_full: s.dropped_full,
+            good: s.good,
+            connect: s.connect,
+            deadline: s.deadline,
+            status_5xx: s.status_5xx,
+            status_4xx: s.status_4xx,
+            other: s.other,
+        }
+    }
+
+    fn add(&mut self, o: &Self) {
+        self.offered += o.offered;
+        self.sent += o.sent;
+        self.dropped_late += o.dropped_late;
+        self.dropped_full += o.dropped_full;
+        self.good += o.good;
+        self.connect += o.connect;
+        self.deadline += o.deadline;
+        self.status_5xx += o.status_5xx;
+        self.status_4xx += o.status_4xx;
+        self.other += o.other;
+    }
+
+    /// Requests not sent.
+    pub fn dropped(&self) -> u64 {
+        self.dropped_late + self.dropped_full
+    }
+}
+
+/// Latency from the scheduled send time, milliseconds; `None` without samples.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
+pub struct Latency {
+    pub count: u64,
+    pub p50: Option<f64>,
+    pub p90: Option<f64>,
+    pub p99: Option<f64>,
+    pub max: Option<f64>,
+}
+
+impl Latency {
+    fn of<C: Counter>(h: &Histogram<C>) -> Self {
+        let ms = |us: u64| (!h.is_empty()).then(|| us as f64 / 1000.0);
+        Self {
+            count: h.len(),
+            p50: ms(h.value_at_quantile(0.50)),
+            p90: ms(h.value_at_quantile(0.90)),
+            p99: ms(h.value_at_quantile(0.99)),
+            max: ms(h.max()),
+        }
+    }
+}
+
+/// One second of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SecondReport {
+    /// Start of the second, from the start of the run.
+    pub t: f64,
+    /// Counts of the requests due in it.
+    #[serde(flatten)]
+    pub counts: Counts,
+    /// Their latency.
+    pub latency_ms: Latency,
+}
+
+/// What `results.json` holds under `load`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadReport {
+    /// `METHOD URL`.
+    pub request: String,
+    /// Rate at the start, rps.
+    pub start_rate: f64,
+    /// The stages: `[seconds, target rps]`.
+    pub stages: Vec<(f64, f64)>,
+    /// Each request's deadline.
+    pub deadline_ms: u64,
+    /// The in-flight (and connection) bound.
+    pub max_in_flight: usize,
+    /// The lateness bound.
+    pub max_lateness_ms: u64,
+    /// Counts over the run.
+    pub totals: Counts,
+    /// Latency over the run.
+    pub latency_ms: Latency,
+    /// Worst lag of a sent request behind its schedule: the generator's own saturation.
+    pub max_lag_ms: f64,
+    /// Most requests in flight at once.
+    pub peak_in_flight: usize,
+    /// Most connections open at once.
+    pub peak_connections: usize,
+    /// Per second.
+    pub per_second: Vec<SecondReport>,
+}
+
+/// `results.json` of `seawall load`: the shared [`Results`] with the load's figures beside it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadResults {
+    /// The shared format.
+    #[serde(flatten)]
+    pub results: Results,
+    /// The load's own figures.
+    pub load: LoadReport,
+}
+
+impl LoadResults {
+    /// Builds the results of `spec` from what the driver counted.
+    pub fn new(spec: &LoadSpec, url: &str, rec: &Recorder, peak_connections: usize) -> Self {
+        let per_second: Vec<SecondReport> = rec
+            .seconds
+            .iter()
+            .enumerate()
+            .map(|(i, s)| SecondReport {
+                t: i as f64,
+                counts: Counts::of(s),
+                latency_ms: Latency::of(&s.latency),
+            })
+            .collect();
+        let mut totals = Counts::default();
+        per_second.iter().for_each(|s| totals.add(&s.counts));
+        let col = |f: fn(&Counts) -> u64| {
+            per_second.iter().map(|s| f(&s.counts) as f64).collect::<Vec<_>>()
+        };
+        let n = per_second.len();
+        let sent = col(|c| c.sent);
+        let series = Series {
+            t: per_second.iter().map(|s| s.t).collect(),
+            edge_rps: col(|c| c.offered),
+            goodput_rps: col(|c| c.good),
+            bottom_attempts_rps: sent.clone(),
+            tier_attempts_rps: vec![sent],
+            queue_age_s: vec![0.0; n],
+            budget_refusals_rps: vec![0.0; n],
+            shed_rps: vec![0.0; n],
+            breaker_open: vec![0.0; n],
+        };
+        let sum = summarize(&series, None);
+        let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
+        let s = &spec.schedule;
+        let stages: Vec<(f64, f64)> =
+            s.stages().iter().map(|st| (st.duration.as_secs_f64(), st.target)).collect();
+        let request = format!("{} {url}", spec.method);
+        let run = Run {
+            policy: "open-loop".into(),
+            recovered: sum.recovered,
+            recovery_s: sum.recovery_s,
+            peak_amplification: sum.peak_amplification,
+            attempts_per_call: ratio(totals.sent, totals.offered),
+            goodput_before: sum.goodput_before,
+            goodput_during: sum.goodput_during,
+            goodput_after: sum.goodput_after,
+            wasted_work: 0.0,
+            events: totals.sent,
+            series,
+        };
+        let results = Results {
+            scenario: "load".into(),
+            description: format!(
+                "open-loop load: {request}, {} rps{}, deadline {} ms",
+                s.start_rate(),
+                if stages.len() == 1 && stages[0].1 == s.start_rate() {
+                    format!(" for {} s", stages[0].0)
+                } else {
+                    stages.iter().map(|(d, r)| format!(" → {r} over {d} s")).collect()
+                },
+                spec.deadline.as_millis()
+            ),
+            seed: 0,
+            source: Source::Lab,
+            duration_s: s.duration().as_secs_f64(),
+            fault: None,
+            tiers: vec!["target".into()],
+            runs: vec![run],
+        };
+        let load = LoadReport {
+            request,
+            start_rate: s.start_rate(),
+            stages,
+            deadline_ms: spec.deadline.as_millis() as u64,
+            max_in_flight: spec.bounds.max_in_flight.get(),
+            max_lateness_ms: spec.bounds.max_lateness.as_millis() as u64,
+            totals,
+            latency_ms: Latency::of(&rec.overall),
+            max_lag_ms: rec.max_lag.as_secs_f64() * 1000.0,
+            peak_in_flight: rec.peak_in_flight,
+            peak_connections,
+            per_second,
+        };
+        Self { results, load }
+    }
+
+    /// Pretty JSON with a trailing newline.
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("results serialize");
+        s.push('\n');
+        s
+    }
+
+    /// The per-second table and the totals, for a terminal.
+    pub fn render_table(&self) -> String {
+        use std::fmt::Write;
+        let l = &self.load;
+        let ms = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.1}"));
+        let mut out = format!("seawall load: {}\n", self.results.description);
+        out += "    t  offered     sent  dropped     good  connect deadline      5xx      4xx    other    p50ms    p90ms    p99ms    maxms\n";
+        let mut row = |t: &str, c: &Counts, lat: &Latency| {
+            let _ = writeln!(
+                out,
+                "{t:>5} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+                c.offered,
+                c.sent,
+                c.dropped(),
+                c.good,
+                c.connect,
+                c.deadline,
+                c.status_5xx,
+                c.status_4xx,
+                c.other,
+                ms(lat.p50),
+                ms(lat.p90),
+                ms(lat.p99),
+                ms(lat.max)
+            );
+        };
+        for s in &l.per_second {
+            row(&format!("{}", s.t), &s.counts, &s.latency_ms);
+        }
+        row("all", &l.totals, &l.latency_ms);
+        let _ = writeln!(
+            out,
+            "dropped: {} late (> {} ms behind schedule), {} at max in flight ({}); generator lag max {:.1} ms; peak in flight {}, connections {}",
+            l.totals.dropped_late,
+            l.max_lateness_ms,
+            l.totals.dropped_full,
+            l.max_in_flight,
+            l.max_lag_ms,
+            l.peak_in_flight,
+            l.peak_connections
+        );
+        out
+    }
+}
