@@ -1,8 +1,14 @@
 //! The life of a request: edge call → attempts (jobs) → service → downstream call → answer.
 //!
-//! Every retry decision is the real policy's (`before_attempt`, `after_attempt`, `abandon`);
-//! this file only moves requests between queues and schedules what the policy answered.
+//! Every retry decision is the real policy's (`before_attempt`, `after_attempt`, `abandon`), and
+//! every admission decision at a protected tier is the real `seawall::admission` state machine's
+//! (`offer`, `next`, `finish`, `cancel`), the one `ShedLayer` runs; this file only moves requests
+//! between them and schedules what they answered. A server's answer reaches the client policy as
+//! the tower client layers read it: a shed request's 503 through the HTTP classifier with its
+//! jittered `Retry-After` as the hint, a fail-fast tier's "overloaded; don't retry" as
+//! [`Class::Overloaded`] with [`Hint::DontRetry`].
 
+use seawall::admission::{Class as Attempt, Offer, Reason, Rejection};
 use seawall::classify::{Class, Transient};
 use seawall::deadline::Deadline;
 use seawall::hint::Hint;
@@ -52,6 +58,7 @@ impl Sim<'_> {
                     started: 0,
                     state: JobState::Queued,
                     down: None,
+                    ticket: None,
                 });
                 c.job = Some(job);
                 if let Some(t) = att.timeout() {
@@ -82,30 +89,51 @@ impl Sim<'_> {
 
     /// An attempt reaches its tier: fail, start, queue or shed it.
     fn arrive(&mut self, job: Id) {
+        let now = self.instant();
         let Some(j) = self.jobs.get(job) else { return };
-        let (tier, retry) = (j.tier as usize, j.attempt > 1);
+        let (tier, attempt, deadline) = (j.tier as usize, j.attempt, j.deadline);
         self.stats.attempt(tier, self.now);
         let s = &mut self.servers[tier];
         s.note_arrival(self.now);
         if s.failing(self.now) {
-            return self.respond(job, Class::Retryable(Transient::ServerError));
+            return self.respond(job, Class::Retryable(Transient::ServerError), Hint::None);
         }
-        if s.queued == 0 && s.busy < s.capacity(self.now) {
+        let cap = s.capacity(self.now);
+        if let Some(adm) = s.adm.as_mut() {
+            adm.set_ceiling(cap as usize);
+            let deadline = deadline.map(Instant::from_nanos);
+            match adm.offer(now, Attempt::of_attempt(attempt), deadline, || job) {
+                Offer::Run => self.start_service(job),
+                Offer::Queued { ticket, evicted } => {
+                    if let Some(j) = self.jobs.get_mut(job) {
+                        j.ticket = Some(ticket);
+                    }
+                    if let Some(e) = evicted {
+                        self.shed(e, Reason::RetryShed);
+                    }
+                }
+                Offer::Reject(r) => self.shed(job, r),
+            }
+            return;
+        }
+        if s.queued == 0 && s.busy < cap {
             return self.start_service(job);
         }
-        let protect = self.spec.server_protection;
-        if s.queued >= s.queue_limit || (protect && retry && s.queued >= s.shed_threshold()) {
+        if s.queued >= s.queue_limit {
             self.stats.shed(self.now);
-            // A protected server sheds retries with "overloaded; don't retry" (rule 5).
-            let class = if protect { Class::Overloaded } else { self.refusal() };
-            return self.respond(job, class);
+            return self.respond(job, self.refusal(), Hint::None);
         }
-        if protect && retry {
-            s.retries.push_back(job)
-        } else {
-            s.firsts.push_back(job)
-        }
+        s.fifo.push_back(job);
         s.queued += 1;
+    }
+
+    /// A protected tier refuses `job` for `reason`: the answer `ShedLayer` sends (503 + jittered
+    /// `Retry-After`, or 504), read as the tower client reads it.
+    fn shed(&mut self, job: Id, reason: Reason) {
+        self.stats.shed(self.now);
+        let answer = Rejection::of(reason, &self.retry_after, &mut self.shed);
+        let class = self.classifier.classify(answer.status());
+        self.respond(job, class, answer.hint());
     }
 
     fn start_service(&mut self, job: Id) {
@@ -113,6 +141,7 @@ impl Sim<'_> {
         let tier = j.tier as usize;
         j.state = JobState::Serving;
         j.started = self.now;
+        j.ticket = None;
         let s = &mut self.servers[tier];
         s.busy += 1;
         let d = s.service_ns(self.now, &mut self.service);
@@ -123,21 +152,34 @@ impl Sim<'_> {
         }
     }
 
-    /// Starts queued work while workers are free; drops doomed work on protected servers.
+    /// Starts queued work while workers are free; a protected tier's admission drops the
+    /// doomed work it finds on the way (CoDel, expired deadlines).
     pub(super) fn dispatch(&mut self, tier: usize) {
+        let now = self.instant();
         loop {
             let s = &mut self.servers[tier];
-            if s.queued == 0 || s.busy >= s.capacity(self.now) {
-                return;
-            }
-            let Some(id) = s.firsts.pop_front().or_else(|| s.retries.pop_front()) else { return };
-            let Some(j) = self.jobs.get(id) else { continue }; // cancelled while queued
-            s.queued -= 1;
-            if self.spec.server_protection && j.deadline.is_some_and(|d| d <= self.now) {
-                self.stats.shed(self.now);
-                self.respond(id, Class::Overloaded);
+            let cap = s.capacity(self.now);
+            if let Some(adm) = s.adm.as_mut() {
+                adm.set_ceiling(cap as usize);
+                let doomed = &mut self.doomed;
+                let next = adm.next(now, |id, r| doomed.push((id, r)));
+                while let Some((id, r)) = self.doomed.pop() {
+                    self.shed(id, r);
+                }
+                match next {
+                    Some(id) => self.start_service(id),
+                    None => return,
+                }
                 continue;
             }
+            if s.queued == 0 || s.busy >= cap {
+                return;
+            }
+            let Some(id) = s.fifo.pop_front() else { return };
+            if self.jobs.get(id).is_none() {
+                continue; // cancelled while queued
+            }
+            s.queued -= 1;
             self.start_service(id);
         }
     }
@@ -146,13 +188,19 @@ impl Sim<'_> {
     pub(super) fn finish_service(&mut self, job: Id) {
         let Some(j) = self.jobs.get(job) else { return };
         let (tier, deadline, spent) = (j.tier as usize, j.deadline, self.now - j.started);
-        self.servers[tier].busy -= 1;
+        let s = &mut self.servers[tier];
+        s.busy -= 1;
+        if let Some(adm) = s.adm.as_mut() {
+            // The worker is the slot: it is free once local work is done (downstream calls
+            // wait without one). Its service time teaches an adaptive limit.
+            adm.finish(Some(std::time::Duration::from_nanos(spent)));
+        }
         self.stats.busy_ns += spent as f64;
         if spent > 0 && self.orphaned(job) {
             self.stats.wasted_ns += spent as f64;
         }
         if tier + 1 == self.servers.len() {
-            return self.respond(job, Class::Success);
+            return self.respond(job, Class::Success, Hint::None);
         }
         let layer = tier + 1;
         let d = deadline.map(|t| Deadline::at(Instant::from_nanos(t)));
@@ -182,8 +230,9 @@ impl Sim<'_> {
         }
     }
 
-    /// The job ends with `class`; its caller hears it if it still waits for this attempt.
-    fn respond(&mut self, job: Id, class: Class) {
+    /// The job ends with `class` and `hint`; its caller hears it if it still waits for this
+    /// attempt.
+    fn respond(&mut self, job: Id, class: Class, hint: Hint) {
         let Some(j) = self.jobs.get(job) else { return };
         let caller = j.caller;
         self.jobs.remove(job);
@@ -191,13 +240,14 @@ impl Sim<'_> {
             Some(c) if c.job == Some(job) => c.job = None,
             _ => return,
         }
-        self.attempt_done(caller, class);
+        self.attempt_done(caller, class, hint);
     }
 
-    fn attempt_done(&mut self, call: Id, class: Class) {
+    fn attempt_done(&mut self, call: Id, class: Class, hint: Hint) {
         let now = self.instant();
+        let hint = if self.spec.honour_hints { hint } else { Hint::None };
         let Some(c) = self.calls.get_mut(call) else { return };
-        match self.layers[c.layer as usize].after_attempt(&mut c.state, now, class, Hint::None) {
+        match self.layers[c.layer as usize].after_attempt(&mut c.state, now, class, hint) {
             Decision::Success => self.finish_call(call, Ok(())),
             Decision::Retry { after } => {
                 let after = after.as_nanos() as u64;
@@ -220,7 +270,7 @@ impl Sim<'_> {
         if self.spec.cancellation {
             self.cancel_job(job);
         }
-        self.attempt_done(call, Class::Retryable(Transient::Timeout));
+        self.attempt_done(call, Class::Retryable(Transient::Timeout), Hint::None);
     }
 
     fn finish_call(&mut self, call: Id, result: Result<(), GiveUp>) {
@@ -249,13 +299,19 @@ impl Sim<'_> {
                     Some(j) if j.down == Some(call) => j.down = None,
                     _ => return,
                 }
-                let class = match result {
-                    Ok(()) => Class::Success,
-                    Err(g) if g.reason == GiveUpReason::NotRetryable => Class::NeverRetry,
-                    Err(g) if g.overloaded && self.spec.pushback => Class::Overloaded,
-                    Err(_) => Class::Retryable(Transient::ServerError),
+                // What the fail-fast layer answers upward, as the tower client reads it: the
+                // explicit "overloaded; don't retry" is a 503 with a negative pushback.
+                let (class, hint) = match result {
+                    Ok(()) => (Class::Success, Hint::None),
+                    Err(g) if g.reason == GiveUpReason::NotRetryable => {
+                        (Class::NeverRetry, Hint::None)
+                    }
+                    Err(g) if g.overloaded && self.spec.pushback => {
+                        (Class::Overloaded, Hint::DontRetry)
+                    }
+                    Err(_) => (Class::Retryable(Transient::ServerError), Hint::None),
                 };
-                self.respond(job, class);
+                self.respond(job, class, hint);
             }
         }
     }
@@ -264,14 +320,25 @@ impl Sim<'_> {
     fn cancel_job(&mut self, job: Id) {
         let Some(j) = self.jobs.get(job) else { return };
         let (tier, state, down, started) = (j.tier as usize, j.state, j.down, j.started);
+        let ticket = j.ticket;
         self.jobs.remove(job);
+        let s = &mut self.servers[tier];
         match state {
-            JobState::Queued => self.servers[tier].queued -= 1,
+            JobState::Queued => match (s.adm.as_mut(), ticket) {
+                (Some(adm), Some(t)) => {
+                    adm.cancel(t);
+                }
+                (Some(_), None) => {}
+                (None, _) => s.queued -= 1,
+            },
             JobState::Serving => {
                 let spent = (self.now - started) as f64;
                 self.stats.busy_ns += spent;
                 self.stats.wasted_ns += spent;
-                self.servers[tier].busy -= 1;
+                s.busy -= 1;
+                if let Some(adm) = s.adm.as_mut() {
+                    adm.finish(None);
+                }
                 self.dispatch(tier);
             }
             JobState::Downstream => {
@@ -296,7 +363,10 @@ impl Sim<'_> {
     /// A restart fails everything queued or running at the tier; caches are then cold.
     pub(super) fn restart(&mut self, tier: usize) {
         let s = &mut self.servers[tier];
-        let mut victims: Vec<Id> = s.firsts.drain(..).chain(s.retries.drain(..)).collect();
+        let mut victims: Vec<Id> = s.fifo.drain(..).collect();
+        if let Some(adm) = s.adm.as_mut() {
+            adm.clear(|id| victims.push(id));
+        }
         s.queued = 0;
         victims.extend(self.jobs.ids().filter(|&id| {
             self.jobs
@@ -309,7 +379,7 @@ impl Sim<'_> {
             {
                 self.servers[tier].busy -= 1;
             }
-            self.respond(id, Class::Retryable(Transient::Connection));
+            self.respond(id, Class::Retryable(Transient::Connection), Hint::None);
         }
     }
 }
