@@ -20,6 +20,9 @@ use super::queue::Kind;
 use super::slab::Id;
 use super::{CallRec, JobRec, JobState, Parent, Sim, ns, second};
 
+/// A call's last answer before it made an attempt.
+const NO_ANSWER: (Class, Hint) = (Class::Retryable(Transient::ServerError), Hint::None);
+
 impl Sim<'_> {
     fn instant(&self) -> Instant {
         Instant::from_nanos(self.now)
@@ -32,7 +35,14 @@ impl Sim<'_> {
         let d = Deadline::at(Instant::from_nanos(deadline));
         let state = self.layers[0].start(self.instant(), RequestInfo::idempotent(), Some(d));
         let parent = Parent::Edge { second: second(self.now), deadline, refreshes };
-        let id = self.calls.insert(CallRec { layer: 0, parent, state, job: None, attempt: 0 });
+        let id = self.calls.insert(CallRec {
+            layer: 0,
+            parent,
+            state,
+            job: None,
+            attempt: 0,
+            last: NO_ANSWER,
+        });
         self.send(id);
     }
 
@@ -205,8 +215,14 @@ impl Sim<'_> {
         let layer = tier + 1;
         let d = deadline.map(|t| Deadline::at(Instant::from_nanos(t)));
         let state = self.layers[layer].start(self.instant(), RequestInfo::idempotent(), d);
-        let rec =
-            CallRec { layer: layer as u16, parent: Parent::Job(job), state, job: None, attempt: 0 };
+        let rec = CallRec {
+            layer: layer as u16,
+            parent: Parent::Job(job),
+            state,
+            job: None,
+            attempt: 0,
+            last: NO_ANSWER,
+        };
         let call = self.calls.insert(rec);
         if let Some(j) = self.jobs.get_mut(job) {
             j.state = JobState::Downstream;
@@ -247,6 +263,7 @@ impl Sim<'_> {
         let now = self.instant();
         let hint = if self.spec.honour_hints { hint } else { Hint::None };
         let Some(c) = self.calls.get_mut(call) else { return };
+        c.last = (class, hint);
         match self.layers[c.layer as usize].after_attempt(&mut c.state, now, class, hint) {
             Decision::Success => self.finish_call(call, Ok(())),
             Decision::Retry { after } => {
@@ -275,7 +292,7 @@ impl Sim<'_> {
 
     fn finish_call(&mut self, call: Id, result: Result<(), GiveUp>) {
         let Some(c) = self.calls.get(call) else { return };
-        let parent = c.parent;
+        let (parent, last) = (c.parent, c.last);
         self.calls.remove(call);
         if let Err(g) = result
             && matches!(g.reason, GiveUpReason::BudgetExhausted | GiveUpReason::ThrottledLocally)
@@ -300,7 +317,9 @@ impl Sim<'_> {
                     _ => return,
                 }
                 // What the fail-fast layer answers upward, as the tower client reads it: the
-                // explicit "overloaded; don't retry" is a 503 with a negative pushback.
+                // explicit "overloaded; don't retry" is a 503 with a negative pushback; any
+                // other give-up passes the last answer up as it is (a shed 503 keeps its
+                // Retry-After), a timed-out attempt as a 504.
                 let (class, hint) = match result {
                     Ok(()) => (Class::Success, Hint::None),
                     Err(g) if g.reason == GiveUpReason::NotRetryable => {
@@ -309,6 +328,10 @@ impl Sim<'_> {
                     Err(g) if g.overloaded && self.spec.pushback => {
                         (Class::Overloaded, Hint::DontRetry)
                     }
+                    Err(_) if self.spec.pushback => match last {
+                        (Class::Retryable(_), hint) if hint != Hint::None => last,
+                        _ => (Class::Retryable(Transient::ServerError), Hint::None),
+                    },
                     Err(_) => (Class::Retryable(Transient::ServerError), Hint::None),
                 };
                 self.respond(job, class, hint);

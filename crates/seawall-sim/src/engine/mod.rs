@@ -14,7 +14,8 @@ mod stats;
 
 use seawall::admission::{Reason, RetryAfter, Ticket};
 use seawall::budget::AnyBudget;
-use seawall::classify::HttpClassifier;
+use seawall::classify::{Class, HttpClassifier};
+use seawall::hint::Hint;
 use seawall::policy::{Call, RetryPolicy};
 use seawall::rng::{Rng, SeededRng, splitmix64};
 
@@ -51,6 +52,9 @@ struct CallRec {
     /// The attempt in flight.
     job: Option<Id>,
     attempt: u32,
+    /// What the last attempt's server answered: a fail-fast layer that gives up without the
+    /// overload signal passes that answer up as it is (with its `Retry-After`).
+    last: (Class, Hint),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
