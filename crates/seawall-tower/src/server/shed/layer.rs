@@ -123,8 +123,9 @@ impl<C: Clock + Clone> ShedLayer<C> {
     /// none, i.e. 100 %). Below 100 %, each request is turned away at the door with that
     /// probability — 503 + jittered `Retry-After`, reason
     /// [`RejectReason::AdmissionCut`](crate::server::RejectReason::AdmissionCut) — before it
-    /// costs anything. Seed 002's first escape step: "cut load hard, at the edge", then ramp
-    /// back 10 → 25 → 50 → 100 %. Share the [`Control`] with
+    /// costs anything (the decision is [`seawall::admission::cut_by`]). The first step out of a
+    /// metastable state is to cut load hard at the edge, then ramp back 10 → 25 → 50 → 100 %
+    /// (Bronson et al., HotOS 2021: the loop only breaks once load falls). Share the [`Control`] with
     /// [`admission_response`](crate::server::admission_response) (an admin endpoint) or with
     /// `seawall escape`, which drives it with `POST ?percent=N`; its ramp is the same one the
     /// retry switch uses.
