@@ -11,6 +11,7 @@ mod sample;
 mod server;
 mod slab;
 mod stats;
+mod tier;
 
 use seawall::admission::{Reason, RetryAfter, Ticket};
 use seawall::budget::AnyBudget;

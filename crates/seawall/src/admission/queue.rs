@@ -53,14 +53,12 @@ struct Waiter<T> {
     deadline: Option<Instant>,
 }
 
-/// The server's admission state: every decision of [`ShedLayer`]-style load shedding, sans-io.
+/// The server's admission state: every decision of `ShedLayer`'s load shedding, sans-io.
 ///
 /// `T` is whatever the caller needs back when a queued request's turn comes (the tower layer
 /// keeps a channel to wake the request; the simulator, the job's id). One `Admission` per
 /// protected server; it holds no lock and reads no clock: every method that depends on time
 /// takes `now`. See the [module docs](super) for the why and an example.
-///
-/// [`ShedLayer`]: https://docs.rs/seawall-tower
 #[derive(Debug)]
 pub struct Admission<T> {
     cfg: Config,
