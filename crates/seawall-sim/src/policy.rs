@@ -47,6 +47,9 @@ pub struct PolicySpec {
     pub pushback: bool,
     /// Servers serve first attempts first, shed retries when queueing, drop doomed work (rule 5).
     pub server_protection: bool,
+    /// Clients act on server hints (`Retry-After`, "don't retry"), as the tower layers do.
+    /// Default on; off only to show what the hints are worth.
+    pub honour_hints: bool,
     /// Replaces herds' spread (reconnect jitter), seconds.
     pub herd_spread_s: Option<f64>,
     /// The edge client's own settings, replacing the ones above for layer 0.
@@ -91,6 +94,7 @@ impl PolicySpec {
             cancellation: false,
             pushback: false,
             server_protection: false,
+            honour_hints: true,
             herd_spread_s: None,
             edge_client: None,
             tier_clients: BTreeMap::new(),
@@ -143,6 +147,7 @@ impl PolicySpec {
         self.cancellation = o.cancellation.unwrap_or(self.cancellation);
         self.pushback = o.pushback.unwrap_or(self.pushback);
         self.server_protection = o.server_protection.unwrap_or(self.server_protection);
+        self.honour_hints = o.honour_hints.unwrap_or(self.honour_hints);
         if let Some(s) = o.herd_spread_s {
             if !(s.is_finite() && (0.0..=86_400.0).contains(&s)) {
                 return Err(Error::invalid(format!("{field}.herd_spread_s"), "in [0, 86400] s", s));

@@ -37,6 +37,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod admission;
 pub mod backoff;
 pub mod breaker;
 pub mod budget;

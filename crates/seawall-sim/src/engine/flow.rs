@@ -1,7 +1,12 @@
 //! The life of a request: edge call → attempts (jobs) → service → downstream call → answer.
 //!
-//! Every retry decision is the real policy's (`before_attempt`, `after_attempt`, `abandon`);
-//! this file only moves requests between queues and schedules what the policy answered.
+//! Every retry decision is the real policy's (`before_attempt`, `after_attempt`, `abandon`), and
+//! every admission decision at a protected tier is the real `seawall::admission` state machine's
+//! (`offer`, `next`, `finish`, `cancel`; see `tier.rs`), the one `ShedLayer` runs; this file moves requests
+//! between them and schedules what they answered. A server's answer reaches the client policy as
+//! the tower client layers read it: a shed request's 503 through the HTTP classifier with its
+//! jittered `Retry-After` as the hint, a fail-fast tier's "overloaded; don't retry" as
+//! [`Class::Overloaded`] with [`Hint::DontRetry`].
 
 use seawall::classify::{Class, Transient};
 use seawall::deadline::Deadline;
@@ -14,8 +19,11 @@ use super::queue::Kind;
 use super::slab::Id;
 use super::{CallRec, JobRec, JobState, Parent, Sim, ns, second};
 
+/// A call's last answer before it made an attempt.
+const NO_ANSWER: (Class, Hint) = (Class::Retryable(Transient::ServerError), Hint::None);
+
 impl Sim<'_> {
-    fn instant(&self) -> Instant {
+    pub(super) fn instant(&self) -> Instant {
         Instant::from_nanos(self.now)
     }
 
@@ -26,7 +34,14 @@ impl Sim<'_> {
         let d = Deadline::at(Instant::from_nanos(deadline));
         let state = self.layers[0].start(self.instant(), RequestInfo::idempotent(), Some(d));
         let parent = Parent::Edge { second: second(self.now), deadline, refreshes };
-        let id = self.calls.insert(CallRec { layer: 0, parent, state, job: None, attempt: 0 });
+        let id = self.calls.insert(CallRec {
+            layer: 0,
+            parent,
+            state,
+            job: None,
+            attempt: 0,
+            last: NO_ANSWER,
+        });
         self.send(id);
     }
 
@@ -52,6 +67,7 @@ impl Sim<'_> {
                     started: 0,
                     state: JobState::Queued,
                     down: None,
+                    ticket: None,
                 });
                 c.job = Some(job);
                 if let Some(t) = att.timeout() {
@@ -71,94 +87,35 @@ impl Sim<'_> {
         }
     }
 
-    /// The answer a server gives when it refuses work.
-    fn refusal(&self) -> Class {
-        if self.spec.pushback {
-            Class::Overloaded
-        } else {
-            Class::Retryable(Transient::ServerError)
-        }
-    }
-
-    /// An attempt reaches its tier: fail, start, queue or shed it.
-    fn arrive(&mut self, job: Id) {
-        let Some(j) = self.jobs.get(job) else { return };
-        let (tier, retry) = (j.tier as usize, j.attempt > 1);
-        self.stats.attempt(tier, self.now);
-        let s = &mut self.servers[tier];
-        s.note_arrival(self.now);
-        if s.failing(self.now) {
-            return self.respond(job, Class::Retryable(Transient::ServerError));
-        }
-        if s.queued == 0 && s.busy < s.capacity(self.now) {
-            return self.start_service(job);
-        }
-        let protect = self.spec.server_protection;
-        if s.queued >= s.queue_limit || (protect && retry && s.queued >= s.shed_threshold()) {
-            self.stats.shed(self.now);
-            // A protected server sheds retries with "overloaded; don't retry" (rule 5).
-            let class = if protect { Class::Overloaded } else { self.refusal() };
-            return self.respond(job, class);
-        }
-        if protect && retry {
-            s.retries.push_back(job)
-        } else {
-            s.firsts.push_back(job)
-        }
-        s.queued += 1;
-    }
-
-    fn start_service(&mut self, job: Id) {
-        let Some(j) = self.jobs.get_mut(job) else { return };
-        let tier = j.tier as usize;
-        j.state = JobState::Serving;
-        j.started = self.now;
-        let s = &mut self.servers[tier];
-        s.busy += 1;
-        let d = s.service_ns(self.now, &mut self.service);
-        if d == 0 {
-            self.finish_service(job);
-        } else {
-            self.cal.push(self.now + d, Kind::ServiceDone(job));
-        }
-    }
-
-    /// Starts queued work while workers are free; drops doomed work on protected servers.
-    pub(super) fn dispatch(&mut self, tier: usize) {
-        loop {
-            let s = &mut self.servers[tier];
-            if s.queued == 0 || s.busy >= s.capacity(self.now) {
-                return;
-            }
-            let Some(id) = s.firsts.pop_front().or_else(|| s.retries.pop_front()) else { return };
-            let Some(j) = self.jobs.get(id) else { continue }; // cancelled while queued
-            s.queued -= 1;
-            if self.spec.server_protection && j.deadline.is_some_and(|d| d <= self.now) {
-                self.stats.shed(self.now);
-                self.respond(id, Class::Overloaded);
-                continue;
-            }
-            self.start_service(id);
-        }
-    }
-
     /// Local service is done: answer (bottom tier) or call the next tier.
     pub(super) fn finish_service(&mut self, job: Id) {
         let Some(j) = self.jobs.get(job) else { return };
         let (tier, deadline, spent) = (j.tier as usize, j.deadline, self.now - j.started);
-        self.servers[tier].busy -= 1;
+        let s = &mut self.servers[tier];
+        s.busy -= 1;
+        if let Some(adm) = s.adm.as_mut() {
+            // The worker is the slot: it is free once local work is done (downstream calls
+            // wait without one). Its service time teaches an adaptive limit.
+            adm.finish(Some(std::time::Duration::from_nanos(spent)));
+        }
         self.stats.busy_ns += spent as f64;
         if spent > 0 && self.orphaned(job) {
             self.stats.wasted_ns += spent as f64;
         }
         if tier + 1 == self.servers.len() {
-            return self.respond(job, Class::Success);
+            return self.respond(job, Class::Success, Hint::None);
         }
         let layer = tier + 1;
         let d = deadline.map(|t| Deadline::at(Instant::from_nanos(t)));
         let state = self.layers[layer].start(self.instant(), RequestInfo::idempotent(), d);
-        let rec =
-            CallRec { layer: layer as u16, parent: Parent::Job(job), state, job: None, attempt: 0 };
+        let rec = CallRec {
+            layer: layer as u16,
+            parent: Parent::Job(job),
+            state,
+            job: None,
+            attempt: 0,
+            last: NO_ANSWER,
+        };
         let call = self.calls.insert(rec);
         if let Some(j) = self.jobs.get_mut(job) {
             j.state = JobState::Downstream;
@@ -182,8 +139,9 @@ impl Sim<'_> {
         }
     }
 
-    /// The job ends with `class`; its caller hears it if it still waits for this attempt.
-    fn respond(&mut self, job: Id, class: Class) {
+    /// The job ends with `class` and `hint`; its caller hears it if it still waits for this
+    /// attempt.
+    pub(super) fn respond(&mut self, job: Id, class: Class, hint: Hint) {
         let Some(j) = self.jobs.get(job) else { return };
         let caller = j.caller;
         self.jobs.remove(job);
@@ -191,13 +149,15 @@ impl Sim<'_> {
             Some(c) if c.job == Some(job) => c.job = None,
             _ => return,
         }
-        self.attempt_done(caller, class);
+        self.attempt_done(caller, class, hint);
     }
 
-    fn attempt_done(&mut self, call: Id, class: Class) {
+    fn attempt_done(&mut self, call: Id, class: Class, hint: Hint) {
         let now = self.instant();
+        let hint = if self.spec.honour_hints { hint } else { Hint::None };
         let Some(c) = self.calls.get_mut(call) else { return };
-        match self.layers[c.layer as usize].after_attempt(&mut c.state, now, class, Hint::None) {
+        c.last = (class, hint);
+        match self.layers[c.layer as usize].after_attempt(&mut c.state, now, class, hint) {
             Decision::Success => self.finish_call(call, Ok(())),
             Decision::Retry { after } => {
                 let after = after.as_nanos() as u64;
@@ -220,12 +180,12 @@ impl Sim<'_> {
         if self.spec.cancellation {
             self.cancel_job(job);
         }
-        self.attempt_done(call, Class::Retryable(Transient::Timeout));
+        self.attempt_done(call, Class::Retryable(Transient::Timeout), Hint::None);
     }
 
     fn finish_call(&mut self, call: Id, result: Result<(), GiveUp>) {
         let Some(c) = self.calls.get(call) else { return };
-        let parent = c.parent;
+        let (parent, last) = (c.parent, c.last);
         self.calls.remove(call);
         if let Err(g) = result
             && matches!(g.reason(), GiveUpReason::BudgetExhausted | GiveUpReason::ThrottledLocally)
@@ -249,13 +209,25 @@ impl Sim<'_> {
                     Some(j) if j.down == Some(call) => j.down = None,
                     _ => return,
                 }
-                let class = match result {
-                    Ok(()) => Class::Success,
-                    Err(g) if g.reason() == GiveUpReason::NotRetryable => Class::NeverRetry,
-                    Err(g) if g.is_overloaded() && self.spec.pushback => Class::Overloaded,
-                    Err(_) => Class::Retryable(Transient::ServerError),
+                // What the fail-fast layer answers upward, as the tower client reads it: the
+                // explicit "overloaded; don't retry" is a 503 with a negative pushback; any
+                // other give-up passes the last answer up as it is (a shed 503 keeps its
+                // Retry-After), a timed-out attempt as a 504.
+                let (class, hint) = match result {
+                    Ok(()) => (Class::Success, Hint::None),
+                    Err(g) if g.reason() == GiveUpReason::NotRetryable => {
+                        (Class::NeverRetry, Hint::None)
+                    }
+                    Err(g) if g.is_overloaded() && self.spec.pushback => {
+                        (Class::Overloaded, Hint::DontRetry)
+                    }
+                    Err(_) if self.spec.pushback => match last {
+                        (Class::Retryable(_), hint) if hint != Hint::None => last,
+                        _ => (Class::Retryable(Transient::ServerError), Hint::None),
+                    },
+                    Err(_) => (Class::Retryable(Transient::ServerError), Hint::None),
                 };
-                self.respond(job, class);
+                self.respond(job, class, hint);
             }
         }
     }
@@ -264,14 +236,25 @@ impl Sim<'_> {
     fn cancel_job(&mut self, job: Id) {
         let Some(j) = self.jobs.get(job) else { return };
         let (tier, state, down, started) = (j.tier as usize, j.state, j.down, j.started);
+        let ticket = j.ticket;
         self.jobs.remove(job);
+        let s = &mut self.servers[tier];
         match state {
-            JobState::Queued => self.servers[tier].queued -= 1,
+            JobState::Queued => match (s.adm.as_mut(), ticket) {
+                (Some(adm), Some(t)) => {
+                    adm.cancel(t);
+                }
+                (Some(_), None) => {}
+                (None, _) => s.queued -= 1,
+            },
             JobState::Serving => {
                 let spent = (self.now - started) as f64;
                 self.stats.busy_ns += spent;
                 self.stats.wasted_ns += spent;
-                self.servers[tier].busy -= 1;
+                s.busy -= 1;
+                if let Some(adm) = s.adm.as_mut() {
+                    adm.finish(None);
+                }
                 self.dispatch(tier);
             }
             JobState::Downstream => {
@@ -290,26 +273,6 @@ impl Sim<'_> {
         self.calls.remove(call);
         if let Some(j) = job {
             self.cancel_job(j);
-        }
-    }
-
-    /// A restart fails everything queued or running at the tier; caches are then cold.
-    pub(super) fn restart(&mut self, tier: usize) {
-        let s = &mut self.servers[tier];
-        let mut victims: Vec<Id> = s.firsts.drain(..).chain(s.retries.drain(..)).collect();
-        s.queued = 0;
-        victims.extend(self.jobs.ids().filter(|&id| {
-            self.jobs
-                .get(id)
-                .is_some_and(|j| j.tier as usize == tier && j.state == JobState::Serving)
-        }));
-        for id in victims {
-            if let Some(j) = self.jobs.get(id)
-                && j.state == JobState::Serving
-            {
-                self.servers[tier].busy -= 1;
-            }
-            self.respond(id, Class::Retryable(Transient::Connection));
         }
     }
 }

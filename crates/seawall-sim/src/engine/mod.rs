@@ -11,8 +11,12 @@ mod sample;
 mod server;
 mod slab;
 mod stats;
+mod tier;
 
+use seawall::admission::{Reason, RetryAfter, Ticket};
 use seawall::budget::AnyBudget;
+use seawall::classify::{Class, HttpClassifier};
+use seawall::hint::Hint;
 use seawall::policy::{Call, RetryPolicy};
 use seawall::rng::{Rng, SeededRng, splitmix64};
 
@@ -49,6 +53,9 @@ struct CallRec {
     /// The attempt in flight.
     job: Option<Id>,
     attempt: u32,
+    /// What the last attempt's server answered: a fail-fast layer that gives up without the
+    /// overload signal passes that answer up as it is (with its `Retry-After`).
+    last: (Class, Hint),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +75,8 @@ struct JobRec {
     started: u64,
     state: JobState,
     down: Option<Id>,
+    /// Its place in a protected tier's queue while queued there.
+    ticket: Option<Ticket>,
 }
 
 /// What the engine measured besides the series.
@@ -95,6 +104,14 @@ pub(crate) struct Sim<'a> {
     arrivals: SeededRng,
     service: SeededRng,
     misc: SeededRng,
+    /// The protected servers' `Retry-After` draws.
+    shed: SeededRng,
+    /// The `Retry-After` range a protected server draws from (`ShedLayer`'s default).
+    retry_after: RetryAfter,
+    /// How a client reads a server's refusal (the tower client's classifier).
+    classifier: HttpClassifier,
+    /// Queued jobs an admission found doomed while filling slots (reused, never shrunk).
+    doomed: Vec<(Id, Reason)>,
     stats: Stats,
     max_rate: f64,
     arrivals_end: u64,
@@ -142,10 +159,18 @@ impl<'a> Sim<'a> {
             cal: Calendar::default(),
             calls: Slab::new(),
             jobs: Slab::new(),
-            servers: sc.tiers.iter().map(|t| Server::new(t, &sc.faults)).collect(),
+            servers: sc
+                .tiers
+                .iter()
+                .map(|t| Server::new(t, &sc.faults, spec.server_protection))
+                .collect(),
             arrivals: SeededRng::new(splitmix64(seed ^ 0xA)),
             service: SeededRng::new(splitmix64(seed ^ 0xB)),
             misc: SeededRng::new(splitmix64(seed ^ 0xC)),
+            shed: SeededRng::new(splitmix64(seed ^ 0xD)),
+            retry_after: RetryAfter::default(),
+            classifier: HttpClassifier::default(),
+            doomed: Vec::new(),
             stats: Stats::new(secs, n),
             max_rate: sample::max_rate(&sc.edge),
             arrivals_end,
@@ -257,13 +282,12 @@ impl<'a> Sim<'a> {
 
     fn queue_age(&mut self, tier: usize) -> f64 {
         let jobs = &self.jobs;
-        let fronts = self.servers[tier].fronts(|id| jobs.get(id).is_some());
-        fronts
-            .iter()
-            .flatten()
-            .filter_map(|id| jobs.get(*id))
-            .map(|j| (self.now - j.enqueued) as f64 / 1e9)
-            .fold(0.0, f64::max)
+        let s = &mut self.servers[tier];
+        if let Some(adm) = &s.adm {
+            return adm.oldest_age(seawall::time::Instant::from_nanos(self.now)).as_secs_f64();
+        }
+        let front = s.front(|id| jobs.get(id).is_some());
+        front.and_then(|id| jobs.get(id)).map_or(0.0, |j| (self.now - j.enqueued) as f64 / 1e9)
     }
 }
 

@@ -24,7 +24,7 @@ impl Dist {
         }
     }
 
-    /// Log-normal from its median and 99th percentile in milliseconds (seed 000 quotes both).
+    /// Log-normal from its median and 99th percentile in milliseconds (incident write-ups quote both).
     pub(crate) fn lognormal(p50_ms: f64, p99_ms: f64) -> Dist {
         let mu = (p50_ms * 1e6).ln();
         let sigma = ((p99_ms / p50_ms).ln() / Z99).max(0.0);

@@ -1,8 +1,16 @@
-//! One tier's server side: workers, two FIFO queues (first attempts, retries), the load that
-//! degrades service (arrival rate or work in the system), and the faults that hit it.
+//! One tier's server side: workers, its queue, the load that degrades service (arrival rate or
+//! work in the system), and the faults that hit it.
+//!
+//! A protected tier (`server_protection`) queues through the core's
+//! [`Admission`](seawall::admission::Admission), the very state machine `ShedLayer` runs: cap =
+//! the tier's workers (bounded further by faults through its ceiling), queue = `queue_limit`,
+//! CoDel and adaptive LIFO at folly's defaults. An unprotected tier is a plain FIFO that refuses
+//! arrivals beyond `queue_limit`.
 
 use std::collections::VecDeque;
+use std::num::NonZeroUsize;
 
+use seawall::admission::{Admission, Config, Limit};
 use seawall::rng::SeededRng;
 
 use super::sample::Dist;
@@ -29,10 +37,12 @@ struct Window {
 pub(crate) struct Server {
     workers: u32,
     pub(crate) busy: u32,
-    pub(crate) firsts: VecDeque<Id>,
-    pub(crate) retries: VecDeque<Id>,
-    /// Live queued jobs (the deques may also hold cancelled ones, skipped when popped).
+    /// An unprotected tier's FIFO (it may also hold cancelled jobs, skipped when popped).
+    pub(crate) fifo: VecDeque<Id>,
+    /// Live jobs in `fifo`.
     pub(crate) queued: u32,
+    /// A protected tier's admission control (then `fifo` stays empty).
+    pub(crate) adm: Option<Admission<Id>>,
     pub(crate) queue_limit: u32,
     dist: Dist,
     degrade: Option<Degrade>,
@@ -43,7 +53,7 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    pub(crate) fn new(t: &Tier, faults: &[FaultSpec]) -> Server {
+    pub(crate) fn new(t: &Tier, faults: &[FaultSpec], protect: bool) -> Server {
         let windows = faults
             .iter()
             .filter(|f| f.tier == t.name)
@@ -60,9 +70,12 @@ impl Server {
         Server {
             workers: t.workers,
             busy: 0,
-            firsts: VecDeque::new(),
-            retries: VecDeque::new(),
+            fifo: VecDeque::new(),
             queued: 0,
+            adm: protect.then(|| {
+                let cap = NonZeroUsize::new(t.workers as usize).unwrap_or(NonZeroUsize::MAX);
+                Admission::new(Config::new(Limit::fixed(cap), t.queue_limit as usize))
+            }),
             queue_limit: t.queue_limit,
             dist: Dist::from_service(&t.service),
             degrade: t.degrade,
@@ -84,10 +97,12 @@ impl Server {
         self.windows.iter().filter(move |w| w.start <= now && now < w.end)
     }
 
-    /// Queue length from which retries are shed when servers protect themselves: as soon as a
-    /// request would wait about one service time.
-    pub(crate) fn shed_threshold(&self) -> u32 {
-        self.workers.max(1)
+    /// Jobs waiting for a worker.
+    pub(crate) fn waiting(&self) -> u32 {
+        match &self.adm {
+            Some(a) => a.queue_len() as u32,
+            None => self.queued,
+        }
     }
 
     fn advance(&mut self, now: u64) {
@@ -157,7 +172,7 @@ impl Server {
             return if f64::from(self.ring_sum) > rps { d.factor } else { 1.0 };
         }
         let Some(above) = d.above_in_system else { return 1.0 };
-        let n = self.queued + self.busy;
+        let n = self.waiting() + self.busy;
         match d.full_in_system {
             None if n > above => d.factor,
             None => 1.0,
@@ -168,17 +183,15 @@ impl Server {
         }
     }
 
-    /// The front of each queue (first attempts, retries), dropping entries for which `live` is
-    /// false (cancelled jobs are removed lazily).
-    pub(crate) fn fronts(&mut self, live: impl Fn(Id) -> bool) -> [Option<Id>; 2] {
-        for q in [&mut self.firsts, &mut self.retries] {
-            while let Some(&id) = q.front() {
-                if live(id) {
-                    break;
-                }
-                q.pop_front();
+    /// The front of the FIFO, dropping entries for which `live` is false (cancelled jobs are
+    /// removed lazily).
+    pub(crate) fn front(&mut self, live: impl Fn(Id) -> bool) -> Option<Id> {
+        while let Some(&id) = self.fifo.front() {
+            if live(id) {
+                break;
             }
+            self.fifo.pop_front();
         }
-        [self.firsts.front().copied(), self.retries.front().copied()]
+        self.fifo.front().copied()
     }
 }

@@ -64,6 +64,9 @@ pub struct PolicyOverride {
     pub pushback: Option<bool>,
     /// Servers serve first attempts first, shed retries when the queue is long, drop doomed work.
     pub server_protection: Option<bool>,
+    /// Clients act on server hints: a shed answer's `Retry-After`, a fail-fast tier's "don't
+    /// retry" (default true; false shows what the hints are worth).
+    pub honour_hints: Option<bool>,
     /// Replaces every herd's spread (the clients' reconnect jitter), seconds.
     pub herd_spread_s: Option<f64>,
     /// The edge client's own settings under this policy (`[policies.NAME.edge]`).

@@ -8,12 +8,13 @@ use std::task::{Context, Poll, ready};
 
 use http::{Request, Response};
 use pin_project_lite::pin_project;
+use seawall::admission::{Reason, Ticket};
 use seawall::time::{Clock, Instant};
 use tokio::sync::oneshot;
 use tower_service::Service;
 
 use super::{Grant, Shared};
-use crate::server::metrics::{RejectReason, is_success};
+use crate::server::metrics::is_success;
 
 /// A slot in the handler; released when the response is ready or the future is dropped.
 struct Permit<C: Clock> {
@@ -46,7 +47,7 @@ impl<C: Clock> Drop for Permit<C> {
 /// A queued request's place; leaving the queue (dropped while waiting) gives it up cleanly.
 struct Queued<C: Clock> {
     shared: Arc<Shared<C>>,
-    id: u64,
+    ticket: Ticket,
     rx: Option<oneshot::Receiver<Grant>>,
 }
 
@@ -55,7 +56,7 @@ impl<C: Clock> Drop for Queued<C> {
         let Some(mut rx) = self.rx.take() else { return };
         let now = self.shared.clock.now();
         let mut adm = self.shared.lock();
-        if !adm.cancel(self.id) {
+        if adm.cancel(self.ticket).is_none() {
             // Not queued any more: grants are sent under the lock, so if it was granted the
             // message is already in the channel. Hand the slot on.
             if let Ok(Grant::Run) = rx.try_recv() {
@@ -107,7 +108,7 @@ impl<S: Service<Request<B>>, B, C: Clock> ResponseFuture<S, B, C> {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn waiting(
         shared: Arc<Shared<C>>,
-        id: u64,
+        ticket: Ticket,
         rx: Option<oneshot::Receiver<Grant>>,
         req: Request<B>,
         inner: S,
@@ -115,7 +116,7 @@ impl<S: Service<Request<B>>, B, C: Clock> ResponseFuture<S, B, C> {
         deadline: Option<Instant>,
         grpc: bool,
     ) -> Self {
-        let queued = Queued { shared, id, rx };
+        let queued = Queued { shared, ticket, rx };
         let state = State::Waiting { queued, req: Some(req), inner: Some(inner), grpc };
         ResponseFuture { state, arrived: now, deadline }
     }
@@ -141,7 +142,7 @@ where
                 StateProj::Waiting { queued, req, inner, grpc } => {
                     let grant = match queued.rx.as_mut() {
                         Some(rx) => ready!(Pin::new(rx).poll(cx)),
-                        None => Ok(Grant::Shed(RejectReason::QueueFull)),
+                        None => Ok(Grant::Shed(Reason::QueueFull)),
                     };
                     queued.rx = None;
                     let shared = queued.shared.clone();
@@ -158,9 +159,7 @@ where
                                 // Unreachable in practice (the grant arrives once); the permit's
                                 // drop hands the slot on.
                                 drop(permit);
-                                return Poll::Ready(Ok(
-                                    shared.reject(RejectReason::QueueFull, *grpc)
-                                ));
+                                return Poll::Ready(Ok(shared.reject(Reason::QueueFull, *grpc)));
                             };
                             let fut = svc.call(req);
                             this.state.set(State::Running { fut, permit });
@@ -169,7 +168,7 @@ where
                             return Poll::Ready(Ok(shared.reject(reason, *grpc)));
                         }
                         Err(_) => {
-                            return Poll::Ready(Ok(shared.reject(RejectReason::QueueFull, *grpc)));
+                            return Poll::Ready(Ok(shared.reject(Reason::QueueFull, *grpc)));
                         }
                     }
                 }

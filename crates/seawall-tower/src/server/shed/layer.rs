@@ -4,26 +4,18 @@ use std::fmt;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
+use seawall::admission::{self, CodelConfig, GradientConfig, Limit, RetryAfter};
 use seawall::control::Control;
 use seawall::time::{Clock, SystemClock};
 use tower_layer::Layer;
 
-use super::codel::CodelConfig;
-use super::limit::{GradientConfig, Limit};
-use super::queue::QueueConfig;
 use super::{Shared, Shed};
 use crate::server::metrics::ServerMetrics;
 
-/// Default spread of the `Retry-After` sent with a 503: uniformly 1 to 5 seconds, so callers
-/// rejected in the same millisecond do not come back in the same second (seed 002: "jitter the
-/// value on the server"). A local choice; clients add their own full jitter on top.
-pub const DEFAULT_RETRY_AFTER_SECS: (u16, u16) = (1, 5);
-
 #[derive(Debug, Clone)]
 struct Config {
-    limit: Limit,
-    queue: QueueConfig,
-    retry_after: (u16, u16),
+    queue: admission::Config,
+    retry_after: RetryAfter,
     seed: Option<u64>,
     admission: Option<Arc<Control>>,
 }
@@ -73,9 +65,8 @@ impl ShedLayer<SystemClock> {
 
     fn build(limit: Limit, max_queue: usize) -> Self {
         let cfg = Config {
-            limit,
-            queue: QueueConfig { max_queue, codel: CodelConfig::default(), lifo: true },
-            retry_after: DEFAULT_RETRY_AFTER_SECS,
+            queue: admission::Config::new(limit, max_queue),
+            retry_after: RetryAfter::default(),
             seed: None,
             admission: None,
         };
@@ -86,8 +77,7 @@ impl ShedLayer<SystemClock> {
 impl<C: Clock + Clone> ShedLayer<C> {
     fn from_parts(cfg: Config, clock: C, metrics: ServerMetrics) -> Self {
         let shared = Arc::new(Shared::new(
-            cfg.limit.clone(),
-            cfg.queue,
+            cfg.queue.clone(),
             clock.clone(),
             metrics.clone(),
             cfg.retry_after,
@@ -121,8 +111,7 @@ impl<C: Clock + Clone> ShedLayer<C> {
     /// The range of whole seconds the jittered `Retry-After` is drawn from (default 1–5 s). An
     /// inverted range is swapped; zero is raised to one.
     pub fn retry_after_secs(self, min: u16, max: u16) -> Self {
-        let (lo, hi) = (min.min(max).max(1), max.max(min).max(1));
-        self.with(|c| c.retry_after = (lo, hi))
+        self.with(|c| c.retry_after = RetryAfter::secs(min, max))
     }
 
     /// A fixed seed for the `Retry-After` jitter (default: from entropy, so replicas differ).
@@ -134,8 +123,9 @@ impl<C: Clock + Clone> ShedLayer<C> {
     /// none, i.e. 100 %). Below 100 %, each request is turned away at the door with that
     /// probability — 503 + jittered `Retry-After`, reason
     /// [`RejectReason::AdmissionCut`](crate::server::RejectReason::AdmissionCut) — before it
-    /// costs anything. Seed 002's first escape step: "cut load hard, at the edge", then ramp
-    /// back 10 → 25 → 50 → 100 %. Share the [`Control`] with
+    /// costs anything (the decision is [`seawall::admission::cut_by`]). The first step out of a
+    /// metastable state is to cut load hard at the edge, then ramp back 10 → 25 → 50 → 100 %
+    /// (Bronson et al., HotOS 2021: the loop only breaks once load falls). Share the [`Control`] with
     /// [`admission_response`](crate::server::admission_response) (an admin endpoint) or with
     /// `seawall escape`, which drives it with `POST ?percent=N`; its ramp is the same one the
     /// retry switch uses.

@@ -13,8 +13,12 @@
 //! error handling as a sustaining effect): it takes one short uncontended lock, builds an
 //! empty-bodied response from pre-built header values, and logs nothing.
 //!
-//! Queue discipline and priority are in [`queue`](self) (FIFO when healthy; CoDel + adaptive
-//! LIFO under standing delay; first attempts before retries), the limit in [`GradientConfig`].
+//! Every decision — the cap, the queue and its discipline (FIFO when healthy; CoDel + adaptive
+//! LIFO under standing delay; first attempts before retries, which queued first attempts evict),
+//! the limit ([`GradientConfig`]), the operator's knob and the jittered `Retry-After` — is the
+//! core's [`seawall::admission`]; the simulator runs the same type. This layer is the adapter: it
+//! reads the attempt number and deadline off the request, keeps the state behind a short mutex,
+//! wakes queued requests over a channel, and turns a [`Rejection`] into a response.
 //!
 //! ```
 //! use seawall_tower::server::ShedLayer;
@@ -25,11 +29,8 @@
 //! # let _ = shed;
 //! ```
 
-mod codel;
 mod future;
 mod layer;
-mod limit;
-mod queue;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -37,27 +38,53 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http::{HeaderValue, Request, Response, StatusCode, header};
+use seawall::admission::{Admission, Class, Config, Offer, Reason, Rejection, RetryAfter, cut_by};
 use seawall::control::Control;
-use seawall::rng::{Rng as _, SeedSource, splitmix64};
+use seawall::rng::{Rng, SeedSource, splitmix64};
 use seawall::time::{Clock, Instant};
 use tokio::sync::oneshot;
 use tower_service::Service;
 
-pub use codel::{CodelConfig, DEFAULT_INTERVAL, DEFAULT_TARGET};
 pub use future::ResponseFuture;
-pub use layer::{DEFAULT_RETRY_AFTER_SECS, ShedLayer};
-pub use limit::GradientConfig;
+pub use layer::ShedLayer;
+pub use seawall::admission::{
+    CodelConfig, DEFAULT_INTERVAL, DEFAULT_RETRY_AFTER_SECS, DEFAULT_TARGET, GradientConfig,
+};
 
 use crate::server::metrics::{RejectReason, ServerMetrics};
 use crate::server::response;
 use crate::wire;
-use queue::{Admission, Class, Offer, QueueConfig};
+
+/// The metrics' name for a core [`Reason`].
+fn reject_reason(r: Reason) -> RejectReason {
+    match r {
+        Reason::CodelDrop => RejectReason::CodelDrop,
+        Reason::DeadlineExpired => RejectReason::DeadlineExpired,
+        Reason::RetryShed => RejectReason::RetryShed,
+        Reason::AdmissionCut => RejectReason::AdmissionCut,
+        // QueueFull, and any reason a newer core adds.
+        _ => RejectReason::QueueFull,
+    }
+}
+
+/// The layer's lock-free random stream: draw `n` is SplitMix64 of the seed and `n`.
+struct Draws<'a> {
+    seed: u64,
+    counter: &'a AtomicU64,
+}
+
+impl Rng for Draws<'_> {
+    fn next_u64(&mut self) -> u64 {
+        let n = self.counter.fetch_add(1, Ordering::Relaxed);
+        splitmix64(self.seed ^ n.rotate_left(17))
+    }
+}
 
 /// What a queued request is told when its turn comes.
 #[derive(Debug)]
 enum Grant {
     Run,
-    Shed(RejectReason),
+    Shed(Reason),
 }
 
 /// State shared by every service one [`ShedLayer`] makes.
@@ -66,7 +93,9 @@ struct Shared<C> {
     adm: Mutex<Admission<oneshot::Sender<Grant>>>,
     clock: C,
     metrics: ServerMetrics,
-    retry_after: Box<[HeaderValue]>,
+    retry_after: RetryAfter,
+    /// `Retry-After` values for every second of the range, pre-built.
+    retry_after_values: Box<[HeaderValue]>,
     seed: u64,
     draws: AtomicU64,
     admission: Option<Arc<Control>>,
@@ -74,39 +103,36 @@ struct Shared<C> {
 
 impl<C: Clock> Shared<C> {
     fn new(
-        limit: limit::Limit,
-        cfg: QueueConfig,
+        cfg: Config,
         clock: C,
         metrics: ServerMetrics,
-        (lo, hi): (u16, u16),
+        retry_after: RetryAfter,
         seed: Option<u64>,
         admission: Option<Arc<Control>>,
     ) -> Self {
         let seed = seed.unwrap_or_else(|| SeedSource::from_entropy().stream().next_u64());
+        let (lo, hi) = retry_after.range();
         Shared {
-            adm: Mutex::new(Admission::new(cfg, limit)),
+            adm: Mutex::new(Admission::new(cfg)),
             clock,
             metrics,
-            retry_after: (lo..=hi).map(HeaderValue::from).collect(),
+            retry_after,
+            retry_after_values: (lo..=hi).map(HeaderValue::from).collect(),
             seed,
             draws: AtomicU64::new(0),
             admission,
         }
     }
 
-    /// A uniform draw in `[0, 1)` from the layer's seeded stream (lock-free).
-    fn draw(&self) -> f64 {
-        let n = self.draws.fetch_add(1, Ordering::Relaxed);
-        (splitmix64(self.seed ^ n.rotate_left(17)) >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    /// The layer's seeded random stream (lock-free).
+    fn rng(&self) -> Draws<'_> {
+        Draws { seed: self.seed, counter: &self.draws }
     }
 
     /// Whether the operator's admission knob turns this request away. One atomic load when the
     /// knob is at 100 % (or absent).
     fn cut(&self) -> bool {
-        match &self.admission {
-            Some(k) if k.percent() < 100 => !k.allows(self.draw()),
-            _ => false,
-        }
+        self.admission.as_deref().is_some_and(|k| cut_by(k, &mut self.rng()))
     }
 
     fn lock(&self) -> MutexGuard<'_, Admission<oneshot::Sender<Grant>>> {
@@ -123,7 +149,7 @@ impl<C: Clock> Shared<C> {
     fn dispatch(&self, adm: &mut Admission<oneshot::Sender<Grant>>, now: Instant) {
         let metrics = &self.metrics;
         while let Some(tx) = adm.next(now, |tx, reason| {
-            metrics.reject(reason);
+            metrics.reject(reject_reason(reason));
             let _ = tx.send(Grant::Shed(reason));
         }) {
             if tx.send(Grant::Run).is_err() {
@@ -142,18 +168,20 @@ impl<C: Clock> Shared<C> {
         self.dispatch(&mut adm, now);
     }
 
-    /// The cheap rejection: empty body, pre-built header values, no logging.
-    fn reject<B: Default>(&self, reason: RejectReason, grpc: bool) -> Response<B> {
-        if reason == RejectReason::DeadlineExpired {
-            return response::empty(StatusCode::GATEWAY_TIMEOUT, grpc, "4");
+    /// The cheap rejection: the core's [`Rejection`] as an empty-bodied response with a
+    /// pre-built `Retry-After`, no logging.
+    fn reject<B: Default>(&self, reason: Reason, grpc: bool) -> Response<B> {
+        match Rejection::of(reason, &self.retry_after, &mut self.rng()) {
+            Rejection::DeadlineExceeded => response::empty(StatusCode::GATEWAY_TIMEOUT, grpc, "4"),
+            Rejection::Unavailable { retry_after_secs } => {
+                let mut res = response::empty(StatusCode::SERVICE_UNAVAILABLE, grpc, "14");
+                let i = usize::from(retry_after_secs - self.retry_after.range().0);
+                if let Some(v) = self.retry_after_values.get(i) {
+                    res.headers_mut().insert(header::RETRY_AFTER, v.clone());
+                }
+                res
+            }
         }
-        let mut res = response::empty(StatusCode::SERVICE_UNAVAILABLE, grpc, "14");
-        let n = self.draws.fetch_add(1, Ordering::Relaxed);
-        let i = (splitmix64(self.seed ^ n) % self.retry_after.len() as u64) as usize;
-        if let Some(v) = self.retry_after.get(i) {
-            res.headers_mut().insert(header::RETRY_AFTER, v.clone());
-        }
-        res
     }
 }
 
@@ -168,10 +196,7 @@ fn class_of(headers: &http::HeaderMap) -> Class {
                 .get(wire::GRPC_PREVIOUS_RPC_ATTEMPTS)
                 .and_then(|v| wire::parse_grpc_previous_attempts(v.as_bytes()))
         });
-    match attempt {
-        Some(n) if n.get() > 1 => Class::Retry,
-        _ => Class::First,
-    }
+    Class::of_attempt(attempt.map_or(1, |n| n.get()))
 }
 
 /// The service [`ShedLayer`] makes.
@@ -212,7 +237,7 @@ where
         let deadline = req.extensions().get::<wire::RequestDeadline>().map(|d| d.0.instant());
         if self.shared.cut() {
             self.shared.metrics.reject(RejectReason::AdmissionCut);
-            return ResponseFuture::rejected(self.shared.reject(RejectReason::AdmissionCut, grpc));
+            return ResponseFuture::rejected(self.shared.reject(Reason::AdmissionCut, grpc));
         }
         let now = self.shared.clock.now();
         let mut rx = None;
@@ -233,16 +258,16 @@ where
                 let fut = self.inner.call(req);
                 ResponseFuture::running(fut, self.shared.clone(), now, deadline)
             }
-            Offer::Queued { id, evicted } => {
+            Offer::Queued { ticket, evicted } => {
                 if let Some(tx) = evicted {
                     self.shared.metrics.reject(RejectReason::RetryShed);
-                    let _ = tx.send(Grant::Shed(RejectReason::RetryShed));
+                    let _ = tx.send(Grant::Shed(Reason::RetryShed));
                 }
                 let clone = self.inner.clone();
                 let ready = std::mem::replace(&mut self.inner, clone);
                 ResponseFuture::waiting(
                     self.shared.clone(),
-                    id,
+                    ticket,
                     rx,
                     req,
                     ready,
@@ -252,7 +277,7 @@ where
                 )
             }
             Offer::Reject(reason) => {
-                self.shared.metrics.reject(reason);
+                self.shared.metrics.reject(reject_reason(reason));
                 ResponseFuture::rejected(self.shared.reject(reason, grpc))
             }
         }

@@ -51,35 +51,44 @@ impl Default for GradientConfig {
     }
 }
 
-/// Which limit caps the requests in flight.
-#[derive(Debug, Clone)]
-pub(crate) enum Limit {
+/// Which limit caps the requests in flight: fixed, or adaptive ([`GradientConfig`]).
+///
+/// Built only through [`Limit::fixed`] and [`Limit::gradient`], which validate their input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limit(Kind);
+
+#[derive(Debug, Clone, PartialEq)]
+enum Kind {
     Fixed(usize),
     Gradient { cfg: GradientConfig, limit: f64, long_rtt: Option<f64> },
 }
 
 impl Limit {
-    pub(crate) fn fixed(n: NonZeroUsize) -> Self {
-        Limit::Fixed(n.get())
+    /// At most `n` requests in flight, always.
+    pub fn fixed(n: NonZeroUsize) -> Self {
+        Limit(Kind::Fixed(n.get()))
     }
 
-    pub(crate) fn gradient(cfg: GradientConfig) -> Self {
+    /// An adaptive limit starting at `cfg.initial`. Out-of-order bounds are repaired: `min` is
+    /// raised to 1, `max` to `min`, `long_window` to 1, and `initial` clamped into `[min, max]`.
+    pub fn gradient(cfg: GradientConfig) -> Self {
         let min = cfg.min.max(1);
         let max = cfg.max.max(min);
         let cfg = GradientConfig { min, max, long_window: cfg.long_window.max(1), ..cfg };
-        Limit::Gradient { limit: cfg.initial.clamp(min, max) as f64, cfg, long_rtt: None }
+        Limit(Kind::Gradient { limit: cfg.initial.clamp(min, max) as f64, cfg, long_rtt: None })
     }
 
-    pub(crate) fn current(&self) -> usize {
-        match self {
-            Limit::Fixed(n) => *n,
-            Limit::Gradient { limit, .. } => *limit as usize,
+    /// The limit now.
+    pub fn current(&self) -> usize {
+        match &self.0 {
+            Kind::Fixed(n) => *n,
+            Kind::Gradient { limit, .. } => *limit as usize,
         }
     }
 
     /// Feeds one successful request's handler latency, with `in_flight` at its completion.
-    pub(crate) fn sample(&mut self, rtt: Duration, in_flight: usize) {
-        let Limit::Gradient { cfg, limit, long_rtt } = self else { return };
+    pub(super) fn sample(&mut self, rtt: Duration, in_flight: usize) {
+        let Kind::Gradient { cfg, limit, long_rtt } = &mut self.0 else { return };
         let rtt = rtt.as_secs_f64().max(1e-6);
         let long = match long_rtt {
             None => rtt,

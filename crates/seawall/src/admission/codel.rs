@@ -19,7 +19,7 @@
 
 use std::time::Duration;
 
-use seawall::time::Instant;
+use crate::time::Instant;
 
 /// folly's default CoDel target delay.
 pub const DEFAULT_TARGET: Duration = Duration::from_millis(5);
@@ -42,7 +42,7 @@ impl Default for CodelConfig {
 }
 
 #[derive(Debug, Clone)]
-pub(crate) struct Codel {
+pub(super) struct Codel {
     cfg: CodelConfig,
     interval_end: Option<Instant>,
     min_delay: Duration,
@@ -51,22 +51,22 @@ pub(crate) struct Codel {
 }
 
 impl Codel {
-    pub(crate) fn new(cfg: CodelConfig) -> Self {
+    pub(super) fn new(cfg: CodelConfig) -> Self {
         Codel { cfg, interval_end: None, min_delay: Duration::ZERO, reset: true, overloaded: false }
     }
 
     /// True while the last completed interval had a standing delay above target.
-    pub(crate) fn overloaded(&self) -> bool {
+    pub(super) fn overloaded(&self) -> bool {
         self.overloaded
     }
 
     /// The delay above which an overloaded queue drops a request: 2 × target (folly).
-    pub(crate) fn slough_timeout(&self) -> Duration {
+    pub(super) fn slough_timeout(&self) -> Duration {
         self.cfg.target * 2
     }
 
     /// Observes one request's queueing delay at `now`; returns true if it should be dropped.
-    pub(crate) fn observe(&mut self, now: Instant, delay: Duration) -> bool {
+    pub(super) fn observe(&mut self, now: Instant, delay: Duration) -> bool {
         match self.interval_end {
             None => self.interval_end = Some(now + self.cfg.interval),
             Some(end) if now > end => {

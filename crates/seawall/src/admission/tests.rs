@@ -3,18 +3,18 @@
 use std::num::NonZeroUsize;
 use std::time::Duration;
 
-use seawall::time::{Clock, ManualClock};
+use crate::time::{Clock, ManualClock};
 
 use super::*;
+use crate::admission::{Class, Offer, Reason, Ticket};
 
 const MS: Duration = Duration::from_millis(1);
 
 fn adm(limit: usize, queue: usize) -> Admission<u32> {
-    let cfg = QueueConfig { max_queue: queue, codel: CodelConfig::default(), lifo: true };
-    Admission::new(cfg, Limit::fixed(NonZeroUsize::new(limit).unwrap()))
+    Admission::new(Config::new(Limit::fixed(NonZeroUsize::new(limit).unwrap()), queue))
 }
 
-fn no_drop(_: u32, r: RejectReason) {
+fn no_drop(_: u32, r: Reason) {
     panic!("unexpected drop: {r}");
 }
 
@@ -24,10 +24,7 @@ fn runs_then_queues_then_rejects() {
     let mut a = adm(1, 1);
     assert!(matches!(a.offer(c.now(), Class::First, None, || 1), Offer::Run));
     assert!(matches!(a.offer(c.now(), Class::First, None, || 2), Offer::Queued { .. }));
-    assert!(matches!(
-        a.offer(c.now(), Class::First, None, || 3),
-        Offer::Reject(RejectReason::QueueFull)
-    ));
+    assert!(matches!(a.offer(c.now(), Class::First, None, || 3), Offer::Reject(Reason::QueueFull)));
     assert_eq!(a.next(c.now(), no_drop), None, "no free slot yet");
     a.finish(None);
     assert_eq!(a.next(c.now(), no_drop), Some(2));
@@ -44,7 +41,7 @@ fn first_attempts_dequeue_before_retries_and_evict_them() {
     // Queue full of retries: a retry is shed, a first attempt evicts the oldest retry.
     assert!(matches!(
         a.offer(c.now(), Class::Retry, None, || 12),
-        Offer::Reject(RejectReason::RetryShed)
+        Offer::Reject(Reason::RetryShed)
     ));
     match a.offer(c.now(), Class::First, None, || 1) {
         Offer::Queued { evicted: Some(10), .. } => {}
@@ -69,11 +66,11 @@ fn expired_deadline_is_dropped_not_started() {
     let mut dropped = vec![];
     let got = a.next(c.now(), |t, r| dropped.push((t, r)));
     assert_eq!(got, Some(2));
-    assert_eq!(dropped, vec![(1, RejectReason::DeadlineExpired)]);
+    assert_eq!(dropped, vec![(1, Reason::DeadlineExpired)]);
     // Arriving already expired: rejected at the door.
     assert!(matches!(
         a.offer(c.now(), Class::First, Some(c.now()), || 3),
-        Offer::Reject(RejectReason::DeadlineExpired)
+        Offer::Reject(Reason::DeadlineExpired)
     ));
 }
 
@@ -93,16 +90,13 @@ fn standing_queue_turns_on_codel_lifo_and_sheds_retries_at_the_door() {
         }
     }
     assert!(a.codel.overloaded());
-    assert!(dropped.iter().any(|&(_, r)| r == RejectReason::CodelDrop));
+    assert!(dropped.iter().any(|&(_, r)| r == Reason::CodelDrop));
     // LIFO: the next one served is the newest.
     c.advance(5 * MS);
     let _ = a.offer(c.now(), Class::First, None, || 9999);
     a.finish(None);
     assert_eq!(a.next(c.now(), |_, _| {}), Some(9999));
-    assert!(matches!(
-        a.offer(c.now(), Class::Retry, None, || 1),
-        Offer::Reject(RejectReason::RetryShed)
-    ));
+    assert!(matches!(a.offer(c.now(), Class::Retry, None, || 1), Offer::Reject(Reason::RetryShed)));
     // Stale waiters were sloughed: nothing left older than 2 x target + one step.
     assert!(a.oldest_age(c.now()) <= 60 * MS, "{:?}", a.oldest_age(c.now()));
 }
@@ -112,8 +106,50 @@ fn cancel_removes_a_waiter() {
     let c = ManualClock::new();
     let mut a = adm(1, 4);
     assert!(matches!(a.offer(c.now(), Class::First, None, || 0), Offer::Run));
-    let Offer::Queued { id, .. } = a.offer(c.now(), Class::First, None, || 1) else { panic!() };
-    assert!(a.cancel(id));
-    assert!(!a.cancel(id));
+    let Offer::Queued { ticket, .. } = a.offer(c.now(), Class::First, None, || 1) else { panic!() };
+    assert_eq!(a.cancel(ticket), Some(1));
+    assert_eq!(a.cancel(ticket), None);
     assert_eq!(a.queue_len(), 0);
+}
+
+#[test]
+fn cancel_finds_waiters_after_lifo_and_eviction() {
+    let c = ManualClock::new();
+    let mut a = adm(1, 3);
+    assert!(matches!(a.offer(c.now(), Class::First, None, || 0), Offer::Run));
+    let t: Vec<Ticket> = [(Class::Retry, 1), (Class::First, 2), (Class::Retry, 3)]
+        .into_iter()
+        .map(|(k, n)| match a.offer(c.now(), k, None, || n) {
+            Offer::Queued { ticket, .. } => ticket,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    // A first attempt at a full queue evicts the oldest retry (1).
+    assert!(matches!(
+        a.offer(c.now(), Class::First, None, || 4),
+        Offer::Queued { evicted: Some(1), .. }
+    ));
+    assert_eq!(a.cancel(t[0]), None, "evicted already");
+    assert_eq!(a.cancel(t[2]), Some(3));
+    assert_eq!(a.cancel(t[1]), Some(2));
+    assert_eq!(a.queue_len(), 1);
+}
+
+#[test]
+fn ceiling_bounds_the_slots_and_clear_empties_everything() {
+    let c = ManualClock::new();
+    let mut a = adm(4, 8);
+    a.set_ceiling(1);
+    assert_eq!(a.limit(), 1);
+    assert!(matches!(a.offer(c.now(), Class::First, None, || 0), Offer::Run));
+    assert!(matches!(a.offer(c.now(), Class::First, None, || 1), Offer::Queued { .. }));
+    assert_eq!(a.next(c.now(), no_drop), None);
+    a.set_ceiling(usize::MAX);
+    assert_eq!(a.next(c.now(), no_drop), Some(1));
+    assert!(matches!(a.offer(c.now(), Class::Retry, None, || 2), Offer::Run));
+    a.set_ceiling(0);
+    assert!(matches!(a.offer(c.now(), Class::First, None, || 3), Offer::Queued { .. }));
+    let mut lost = vec![];
+    a.clear(|t| lost.push(t));
+    assert_eq!((lost, a.in_flight(), a.queue_len()), (vec![3], 0, 0));
 }

@@ -1,0 +1,145 @@
+//! A tier's server side of a request: arrive, start, queue or shed; fill free workers; restart.
+//!
+//! A protected tier's decisions are the core `seawall::admission::Admission`'s (`offer`, `next`,
+//! `finish` in `flow.rs`, `cancel`), the state machine `ShedLayer` runs, and a refusal is
+//! answered as `ShedLayer` answers it ([`Rejection`]).
+
+use seawall::admission::{Class as Attempt, Offer, Reason, Rejection};
+use seawall::classify::{Class, Transient};
+use seawall::hint::Hint;
+use seawall::time::Instant;
+
+use super::queue::Kind;
+use super::slab::Id;
+use super::{JobState, Sim};
+
+impl Sim<'_> {
+    /// The answer a server gives when it refuses work.
+    fn refusal(&self) -> Class {
+        if self.spec.pushback {
+            Class::Overloaded
+        } else {
+            Class::Retryable(Transient::ServerError)
+        }
+    }
+
+    /// An attempt reaches its tier: fail, start, queue or shed it.
+    pub(super) fn arrive(&mut self, job: Id) {
+        let now = self.instant();
+        let Some(j) = self.jobs.get(job) else { return };
+        let (tier, attempt, deadline) = (j.tier as usize, j.attempt, j.deadline);
+        self.stats.attempt(tier, self.now);
+        let s = &mut self.servers[tier];
+        s.note_arrival(self.now);
+        if s.failing(self.now) {
+            return self.respond(job, Class::Retryable(Transient::ServerError), Hint::None);
+        }
+        let cap = s.capacity(self.now);
+        if let Some(adm) = s.adm.as_mut() {
+            adm.set_ceiling(cap as usize);
+            let deadline = deadline.map(Instant::from_nanos);
+            match adm.offer(now, Attempt::of_attempt(attempt), deadline, || job) {
+                Offer::Run => self.start_service(job),
+                Offer::Queued { ticket, evicted } => {
+                    if let Some(j) = self.jobs.get_mut(job) {
+                        j.ticket = Some(ticket);
+                    }
+                    if let Some(e) = evicted {
+                        self.shed(e, Reason::RetryShed);
+                    }
+                }
+                Offer::Reject(r) => self.shed(job, r),
+            }
+            return;
+        }
+        if s.queued == 0 && s.busy < cap {
+            return self.start_service(job);
+        }
+        if s.queued >= s.queue_limit {
+            self.stats.shed(self.now);
+            return self.respond(job, self.refusal(), Hint::None);
+        }
+        s.fifo.push_back(job);
+        s.queued += 1;
+    }
+
+    /// A protected tier refuses `job` for `reason`: the answer `ShedLayer` sends (503 + jittered
+    /// `Retry-After`, or 504), read as the tower client reads it.
+    fn shed(&mut self, job: Id, reason: Reason) {
+        self.stats.shed(self.now);
+        let answer = Rejection::of(reason, &self.retry_after, &mut self.shed);
+        let class = self.classifier.classify(answer.status());
+        self.respond(job, class, answer.hint());
+    }
+
+    fn start_service(&mut self, job: Id) {
+        let Some(j) = self.jobs.get_mut(job) else { return };
+        let tier = j.tier as usize;
+        j.state = JobState::Serving;
+        j.started = self.now;
+        j.ticket = None;
+        let s = &mut self.servers[tier];
+        s.busy += 1;
+        let d = s.service_ns(self.now, &mut self.service);
+        if d == 0 {
+            self.finish_service(job);
+        } else {
+            self.cal.push(self.now + d, Kind::ServiceDone(job));
+        }
+    }
+
+    /// Starts queued work while workers are free; a protected tier's admission drops the
+    /// doomed work it finds on the way (CoDel, expired deadlines).
+    pub(super) fn dispatch(&mut self, tier: usize) {
+        let now = self.instant();
+        loop {
+            let s = &mut self.servers[tier];
+            let cap = s.capacity(self.now);
+            if let Some(adm) = s.adm.as_mut() {
+                adm.set_ceiling(cap as usize);
+                let doomed = &mut self.doomed;
+                let next = adm.next(now, |id, r| doomed.push((id, r)));
+                while let Some((id, r)) = self.doomed.pop() {
+                    self.shed(id, r);
+                }
+                match next {
+                    Some(id) => self.start_service(id),
+                    None => return,
+                }
+                continue;
+            }
+            if s.queued == 0 || s.busy >= cap {
+                return;
+            }
+            let Some(id) = s.fifo.pop_front() else { return };
+            if self.jobs.get(id).is_none() {
+                continue; // cancelled while queued
+            }
+            s.queued -= 1;
+            self.start_service(id);
+        }
+    }
+
+    /// A restart fails everything queued or running at the tier; caches are then cold.
+    pub(super) fn restart(&mut self, tier: usize) {
+        let s = &mut self.servers[tier];
+        let mut victims: Vec<Id> = s.fifo.drain(..).collect();
+        if let Some(adm) = s.adm.as_mut() {
+            adm.clear(|id| victims.push(id));
+        }
+        s.queued = 0;
+        victims.extend(self.jobs.ids().filter(|&id| {
+            self.jobs
+                .get(id)
+                .is_some_and(|j| j.tier as usize == tier && j.state == JobState::Serving)
+        }));
+        for id in victims {
+            if let Some(j) = self.jobs.get(id)
+                && j.state == JobState::Serving
+            {
+                self.servers[tier].busy -= 1;
+            }
+            self.respond(id, Class::Retryable(Transient::Connection), Hint::None);
+        }
+    }
+}
