@@ -13,7 +13,13 @@
 //! (100 ms) that is a slot left untouched for 13.6 years and then read at exactly the wrong
 //! moment, which this crate accepts.
 
-use std::sync::atomic::{AtomicU64, Ordering, fence};
+use std::sync::atomic::Ordering;
+// Built with `--cfg shuttle`, every atomic here is Shuttle's, so `tests/window_model.rs` can
+// explore the interleavings of concurrent readers and publishers (see that file).
+#[cfg(shuttle)]
+use shuttle::sync::atomic::{AtomicU64, fence};
+#[cfg(not(shuttle))]
+use std::sync::atomic::{AtomicU64, fence};
 
 use crate::time::Instant;
 
