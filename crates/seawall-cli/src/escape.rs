@@ -30,6 +30,13 @@ pub(crate) struct Args {
     /// URL?older_than_ms=N`, step 3), for servers without a DeadlineLayer; repeatable.
     #[arg(long = "flush-url", value_name = "URL")]
     flush_urls: Vec<String>,
+    /// Bearer token for the admission and flush URLs (`Authorization: Bearer TOKEN`). Prefer
+    /// --admin-token-file or $SEAWALL_ADMIN_TOKEN: a command line is visible to local users.
+    #[arg(long, value_name = "TOKEN", conflicts_with = "admin_token_file")]
+    admin_token: Option<String>,
+    /// File holding the bearer token (e.g. the `admin-token` that `seawall lab` writes).
+    #[arg(long, value_name = "PATH")]
+    admin_token_file: Option<std::path::PathBuf>,
     /// Admission while escaping, percent of normal.
     #[arg(long, value_name = "PERCENT", default_value_t = 30, value_parser = clap::value_parser!(u8).range(1..=100))]
     admission: u8,
@@ -80,16 +87,36 @@ fn seconds(flag: &str, s: f64) -> anyhow::Result<Duration> {
     Ok(Duration::from_secs_f64(s))
 }
 
+/// The admin token from `--admin-token`, `--admin-token-file` or `$SEAWALL_ADMIN_TOKEN`, in
+/// that order (surrounding whitespace, e.g. a file's final newline, dropped).
+fn admin_token(args: &Args) -> anyhow::Result<Option<String>> {
+    if let Some(t) = &args.admin_token {
+        return Ok(Some(t.trim().to_string()));
+    }
+    if let Some(p) = &args.admin_token_file {
+        let meta = std::fs::metadata(p)
+            .map_err(|e| anyhow::anyhow!("--admin-token-file {}: {e}", p.display()))?;
+        // A token is short; anything larger is not a token file.
+        anyhow::ensure!(meta.len() <= 4096, "--admin-token-file {}: over 4 KiB", p.display());
+        let t = std::fs::read_to_string(p)
+            .map_err(|e| anyhow::anyhow!("--admin-token-file {}: {e}", p.display()))?;
+        return Ok(Some(t.trim().to_string()));
+    }
+    Ok(std::env::var("SEAWALL_ADMIN_TOKEN").ok().map(|t| t.trim().to_string()))
+}
+
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     if matches!(args.metrics, Metrics::Istio | Metrics::Envoy) {
         return run_mesh(&args);
     }
+    let admin_token = admin_token(&args)?;
     let cfg = EscapeConfig {
         redis: args.redis,
         key: args.key,
         admission_urls: args.admission_urls,
         admission_percent: args.admission,
         flush_urls: args.flush_urls,
+        admin_token,
         ramp: args.ramp,
         hold: seconds("hold", args.hold)?,
         max_wait: seconds("max-wait", args.max_wait)?,

@@ -30,6 +30,9 @@ pub struct Measured {
 
 /// Where a running node can be reached: what `seawall detect --scrape` and `seawall escape
 /// --admission-url` take. Written to [`LabParams::nodes_file`] when a stack is up.
+///
+/// The admin URLs are on the node's admin listener, not its traffic port, and want
+/// `Authorization: Bearer <token>` ([`StackInfo::admin_token`]).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct NodeInfo {
     /// Which tier (or `postgres` for the order service's pool).
@@ -38,8 +41,14 @@ pub struct NodeInfo {
     pub url: String,
     /// Prometheus page: `seawall_client_*` (tiers) and `seawall_server_*` (every node).
     pub metrics: String,
+    /// The admin listener, `http://127.0.0.1:ADMIN_PORT`.
+    pub admin: String,
     /// The admission knob: `GET` → `{"admit_percent":N}`, `POST ?percent=N`.
     pub admission: String,
+    /// The client layer's retry switch (tiers only): `GET` → `{"retry_percent":N}`,
+    /// `POST ?action=off|ramp|on` or `?percent=N`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub retries: Option<String>,
     /// `POST ?older_than_ms=N`: from then on, queued work older than N ms is dropped (the
     /// dependency only; 0 turns it off).
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -61,20 +70,38 @@ pub struct StackInfo {
     pub duration_s: f64,
     /// Top (edge) first.
     pub nodes: Vec<NodeInfo>,
+    /// The file holding [`admin_token`](Self::admin_token) (mode 0600), when the stack was
+    /// started with a [`LabParams::nodes_file`]: what `seawall escape --admin-token-file` takes.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub admin_token_file: Option<std::path::PathBuf>,
+    /// The bearer token every admin URL wants. Never written to the nodes file.
+    #[serde(skip)]
+    pub admin_token: String,
 }
 
 impl StackInfo {
-    /// The stack at `urls` (top first) for `params`.
-    pub fn new(params: &LabParams, stack: Stack, urls: &[String]) -> Self {
+    /// The stack whose nodes (top first) serve traffic at `urls` and admin at `admin_urls`, for
+    /// `params`, its admin endpoints behind `admin_token`.
+    pub fn new(
+        params: &LabParams,
+        stack: Stack,
+        urls: &[String],
+        admin_urls: &[String],
+        admin_token: &str,
+    ) -> Self {
+        use crate::node::admin::{ADMISSION_PATH, FLUSH_PATH, RETRIES_PATH};
         let nodes = urls
             .iter()
+            .zip(admin_urls)
             .zip(Role::ALL)
-            .map(|(u, role)| NodeInfo {
+            .map(|((u, a), role)| NodeInfo {
                 role: role.as_str().to_string(),
                 url: u.clone(),
                 metrics: format!("{u}/metrics"),
-                admission: format!("{u}{}", crate::node::protect::ADMISSION_PATH),
-                flush: (role == Role::Dependency).then(|| format!("{u}/admin/flush")),
+                admin: a.clone(),
+                admission: format!("{a}{ADMISSION_PATH}"),
+                retries: (role != Role::Dependency).then(|| format!("{a}{RETRIES_PATH}")),
+                flush: (role == Role::Dependency).then(|| format!("{a}{FLUSH_PATH}")),
             })
             .collect();
         StackInfo {
@@ -84,6 +111,8 @@ impl StackInfo {
             fault_s: params.fault.map(|f| f.duration.as_secs_f64()),
             duration_s: params.duration.as_secs_f64(),
             nodes,
+            admin_token_file: None,
+            admin_token: admin_token.to_string(),
         }
     }
 
@@ -98,10 +127,11 @@ impl StackInfo {
         let mut out = format!("seawall lab: {} stack is up\n", self.stack);
         for n in &self.nodes {
             out.push_str(&format!(
-                "  {:<10} metrics {}  admission {}{}\n",
+                "  {:<10} metrics {}  admission {}{}{}\n",
                 n.role,
                 n.metrics,
                 n.admission,
+                n.retries.as_ref().map_or(String::new(), |r| format!("  retries {r}")),
                 n.flush.as_ref().map_or(String::new(), |f| format!("  flush {f}"))
             ));
         }
@@ -109,6 +139,17 @@ impl StackInfo {
             "  detect: seawall detect --scrape {}\n",
             self.scrape_urls().join(" ")
         ));
+        match &self.admin_token_file {
+            Some(f) => out.push_str(&format!(
+                "  admin URLs want `Authorization: Bearer $(cat {p})`; \
+                 seawall escape --admin-token-file {p}\n",
+                p = f.display()
+            )),
+            None => out.push_str(&format!(
+                "  admin URLs want `Authorization: Bearer {}`\n",
+                self.admin_token
+            )),
+        }
         out
     }
 }
@@ -125,6 +166,7 @@ pub async fn start_stack(
     stack: Stack,
     launcher: &Launcher,
     pg: Option<&PgLab>,
+    admin_token: &str,
 ) -> Result<Vec<NodeHandle>, LabError> {
     let max_runtime = params.duration + params.deadline + NODE_GRACE;
     let mut handles: Vec<NodeHandle> = Vec::new();
@@ -133,6 +175,7 @@ pub async fn start_stack(
     for role in roles.iter().rev() {
         let mut spec = NodeSpec::new(*role, stack, params, downstream.take());
         spec.backend_table = pg.map(|p| p.table().to_string()).filter(|_| spec.backend.is_some());
+        spec.admin_token = Some(admin_token.to_string());
         let h = launcher.spawn(&spec, max_runtime).await?;
         downstream = Some(h.url());
         handles.push(h);
@@ -145,7 +188,8 @@ pub async fn start_stack(
 /// on error, and if the future is dropped (Ctrl-C). `pg` is the PostgreSQL backend, if any.
 ///
 /// Once the stack is up, its [`StackInfo`] is handed to `announce` and written to
-/// [`LabParams::nodes_file`] (if set).
+/// [`LabParams::nodes_file`] (if set), with its admin token beside it in `admin-token` (mode
+/// 0600). The token is drawn at random for each stack ([`crate::node::admin::random_token`]).
 pub async fn run_stack(
     params: &LabParams,
     stack: Stack,
@@ -153,10 +197,15 @@ pub async fn run_stack(
     pg: Option<&PgLab>,
     announce: &mut dyn FnMut(&StackInfo),
 ) -> Result<Measured, LabError> {
-    let nodes = start_stack(params, stack, launcher, pg).await?;
+    let token = crate::node::admin::random_token();
+    let nodes = start_stack(params, stack, launcher, pg, &token).await?;
     let urls: Vec<String> = nodes.iter().map(NodeHandle::url).collect();
-    let info = StackInfo::new(params, stack, &urls);
+    let admin_urls: Vec<String> = nodes.iter().map(NodeHandle::admin_url).collect();
+    let mut info = StackInfo::new(params, stack, &urls, &admin_urls, &token);
     if let Some(path) = &params.nodes_file {
+        let token_file = path.with_file_name("admin-token");
+        write_private(&token_file, &token)?;
+        info.admin_token_file = Some(token_file);
         let json = serde_json::to_string_pretty(&info).expect("serializes");
         // Written whole, then renamed, so a tool polling for the file never reads half of it.
         let tmp = path.with_extension("tmp");
@@ -222,4 +271,21 @@ pub async fn run_stack(
     fault?;
     drop(nodes);
     Ok(Measured { stack: Some(stack), load, ticks, pg: pg_samples })
+}
+
+/// Writes `contents` to a fresh file at `path` that only its owner can read (mode 0600 on Unix;
+/// an old file is removed first, since the mode only applies on creation).
+fn write_private(path: &std::path::Path, contents: &str) -> Result<(), LabError> {
+    use std::io::Write;
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+        _ => {}
+    }
+    let mut open = std::fs::OpenOptions::new();
+    open.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
+    let mut f = open.open(path)?;
+    f.write_all(contents.as_bytes())?;
+    Ok(())
 }

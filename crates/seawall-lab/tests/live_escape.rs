@@ -68,6 +68,7 @@ async fn escape_brings_the_baseline_back() {
             admission_urls: vec![info.nodes[0].admission.clone()],
             admission_percent: 30,
             flush_urls: vec![flush],
+            admin_token: Some(info.admin_token.clone()),
             hold: Duration::from_secs(2),
             max_wait: Duration::from_secs(8),
             scrape: info.scrape_urls(),

@@ -123,3 +123,84 @@ fn value_of(text: &str, prefix: &str) -> f64 {
     let line = text.lines().find(|l| l.starts_with(prefix)).expect("metric line present");
     line[prefix.len()..].parse().expect("a number")
 }
+
+/// The idempotency layer's counters and its in-memory store's pools, scraped while one keyed
+/// request is in flight and after it finished, was replayed, and a keyed request came without a
+/// principal.
+#[tokio::test]
+async fn scrape_idempotency_counters_and_pools() {
+    use bytes::Bytes;
+    use http_body_util::Full;
+    use seawall::time::SystemClock;
+    use seawall_tower::server::IdempotencyLayer;
+    use seawall_tower::server::idempotency::scope::Principal;
+    use seawall_tower::server::idempotency::store::memory::MemoryStore;
+
+    let pool = Arc::new(MemoryStore::new());
+    let layer = IdempotencyLayer::with_store_and_clock(pool.clone(), SystemClock);
+    let metrics = layer.metrics_handle();
+    let mut registry = Registry::default();
+    metrics.register_with_pool(&mut registry, pool.clone());
+
+    let gate = Arc::new(Semaphore::new(0));
+    let handler = {
+        let gate = gate.clone();
+        service_fn(move |_req: Request<Full<Bytes>>| {
+            let gate = gate.clone();
+            async move {
+                gate.acquire().await.expect("gate open").forget();
+                Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"paid"))))
+            }
+        })
+    };
+    let svc = layer.layer(handler);
+    let keyed = |principal: bool| {
+        let mut b = Request::post("/pay").header("idempotency-key", "k1");
+        if principal {
+            b = b.extension(Principal("tenant-a".into()));
+        }
+        b.body(Full::new(Bytes::from_static(b"10 EUR"))).unwrap()
+    };
+    let line = |page: &str, name: &str| {
+        page.lines()
+            .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(' ')).map(str::to_owned))
+            .unwrap_or_else(|| panic!("{name} missing from:\n{page}"))
+    };
+
+    let running = tokio::spawn(svc.clone().oneshot(keyed(true)));
+    for _ in 0..10_000 {
+        if pool.stats().pending == 1 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    let page = prometheus::encode(&registry);
+    assert_eq!(line(&page, "seawall_server_idempotency_pending_keys"), "1", "{page}");
+    assert_eq!(line(&page, "seawall_server_idempotency_records"), "0", "{page}");
+
+    gate.add_permits(1);
+    assert_eq!(running.await.unwrap().unwrap().status(), StatusCode::OK);
+    let replay = svc.clone().oneshot(keyed(true)).await.unwrap();
+    assert_eq!(replay.status(), StatusCode::OK);
+    let anonymous = svc.clone().oneshot(keyed(false)).await.unwrap();
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+
+    let page = prometheus::encode(&registry);
+    for (name, v) in [
+        ("pending_keys", "0"),
+        ("records", "1"),
+        ("executed_total", "1"),
+        ("replayed_total", "1"),
+        ("principal_missing_total", "1"),
+        ("conflicts_total", "0"),
+        ("store_unavailable_total", "0"),
+    ] {
+        assert_eq!(line(&page, &format!("seawall_server_idempotency_{name}")), v, "{name}\n{page}");
+    }
+    for (name, help) in [("executed", "counter"), ("pending_keys", "gauge")] {
+        assert!(
+            page.contains(&format!("# TYPE seawall_server_idempotency_{name} {help}")),
+            "{page}"
+        );
+    }
+}

@@ -73,11 +73,24 @@ pub(super) struct Executor {
     fleet: Option<Fleet>,
     admission_urls: Vec<String>,
     flush_urls: Vec<String>,
+    /// `Bearer <token>`, checked when the executor is built.
+    authorization: Option<http::HeaderValue>,
     http: Option<(tokio::runtime::Runtime, Client<HttpConnector, Empty<Bytes>>)>,
 }
 
 impl Executor {
     pub(super) fn new(cfg: &EscapeConfig) -> Result<Executor, EscapeError> {
+        let authorization = match &cfg.admin_token {
+            Some(t) => {
+                seawall_tower::admin::AdminToken::new(t)
+                    .map_err(|e| EscapeError::Config(e.to_string()))?;
+                let mut v = http::HeaderValue::try_from(format!("Bearer {t}"))
+                    .map_err(|e| EscapeError::Config(format!("admin token: {e}")))?;
+                v.set_sensitive(true);
+                Some(v)
+            }
+            None => None,
+        };
         let fleet = match (&cfg.redis, cfg.apply) {
             (Some(url), true) => Some(Fleet::connect(url, &cfg.key)?),
             _ => None,
@@ -101,6 +114,7 @@ impl Executor {
             fleet,
             admission_urls: cfg.admission_urls.clone(),
             flush_urls: cfg.flush_urls.clone(),
+            authorization,
             http,
         })
     }
@@ -199,8 +213,11 @@ impl Executor {
         let Some((rt, client)) = &self.http else {
             return Err("no HTTP client (dry run)".into());
         };
-        let req =
+        let mut req =
             http::Request::post(target).body(Empty::<Bytes>::new()).map_err(|e| e.to_string())?;
+        if let Some(v) = &self.authorization {
+            req.headers_mut().insert(http::header::AUTHORIZATION, v.clone());
+        }
         let status = rt
             .block_on(async { tokio::time::timeout(REDIS_TIMEOUT, client.request(req)).await })
             .map_err(|_| "timed out".to_string())?

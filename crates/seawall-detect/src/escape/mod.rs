@@ -45,6 +45,9 @@ pub struct EscapeConfig {
     /// Admin URLs that drop queued work older than a given age (`POST URL?older_than_ms=N`),
     /// for servers without a `DeadlineLayer`; empty: step 3 is a printed check.
     pub flush_urls: Vec<String>,
+    /// Sent as `Authorization: Bearer <token>` with every admission and flush `POST` (the
+    /// endpoints of `seawall_tower::admin` want it); checked before anything is contacted.
+    pub admin_token: Option<String>,
     /// Ramp stages, percent of retries (default 10, 25, 50, 100).
     pub ramp: Vec<u8>,
     /// How long each stage is held and watched.
@@ -69,6 +72,7 @@ impl Default for EscapeConfig {
             admission_urls: Vec::new(),
             admission_percent: 30,
             flush_urls: Vec::new(),
+            admin_token: None,
             ramp: seawall::control::RAMP.to_vec(),
             hold: Duration::from_secs(30),
             max_wait: Duration::from_secs(120),

@@ -1,5 +1,5 @@
 //! The built-in dependency: `workers` × `service_time` of capacity, slower when overloaded, and
-//! the faults the parent injects through its admin endpoint.
+//! the faults the parent injects through `POST /lab/fault/{kind}/{ms}`.
 //!
 //! Overload physics (Bronson et al.'s "an order of magnitude slower above 300 QPS", gentler):
 //! with `n` requests in the system (queued + running) and `w` workers, each request takes
@@ -14,18 +14,20 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use tokio::sync::Semaphore;
 
 use prometheus_client::registry::Registry;
 use seawall::control::Control;
+use seawall_tower::admin::AdminAuth;
 use seawall_tower::client::metrics_response;
-use seawall_tower::server::ServerMetrics;
+use seawall_tower::server::{ServerMetrics, admission_response};
 
-use super::NodeSpec;
 use super::stats::{NodeStats, QueueSlot};
+use super::{NodeSpec, admin};
 use crate::config::{FaultKind, Stack};
 
 /// Slowdown at full overload (queue ≥ workers).
@@ -231,7 +233,7 @@ async fn metrics(State(dep): State<Arc<Dependency>>) -> http::Response<String> {
 
 /// `POST /admin/flush?older_than_ms=N` (default 1000; 0 turns it off): see
 /// [`Dependency::flush`].
-async fn flush(State(dep): State<Arc<Dependency>>, uri: Uri) -> String {
+fn flush(dep: &Dependency, uri: &Uri) -> String {
     let ms = uri
         .query()
         .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("older_than_ms=")))
@@ -242,9 +244,9 @@ async fn flush(State(dep): State<Arc<Dependency>>, uri: Uri) -> String {
     format!("{{\"flushed_older_than_ms\":{ms},\"queued\":{queued}}}")
 }
 
-/// The dependency's routes: `GET /`, `GET /metrics` (the server layer's `seawall_server_*`),
-/// `GET /lab/stats`, `POST /lab/fault/{kind}/{ms}`, the admission knob at
-/// [`super::protect::ADMISSION_PATH`] and `POST /admin/flush?older_than_ms=N`.
+/// The dependency's traffic routes: `GET /`, `GET /metrics` (the server layer's
+/// `seawall_server_*`), `GET /lab/stats` and `POST /lab/fault/{kind}/{ms}` (the lab's own fault
+/// injection). The knobs are on [`admin_router`].
 pub fn router(dep: Arc<Dependency>) -> Router {
     let mut work = Router::new().route("/", get(handle));
     work = match dep.stack {
@@ -254,10 +256,28 @@ pub fn router(dep: Arc<Dependency>) -> Router {
         }
         Stack::Baseline => super::protect::observe(work, &dep.layers, &dep.admission),
     };
-    let work = super::protect::admission_route(work, &dep.admission);
     work.route("/lab/stats", get(stats))
         .route("/metrics", get(metrics))
-        .route("/admin/flush", post(flush))
         .route("/lab/fault/{kind}/{ms}", post(fault))
         .with_state(dep)
+}
+
+/// The dependency's admin routes, each behind `auth`: the admission knob at
+/// [`admin::ADMISSION_PATH`] and `POST` [`admin::FLUSH_PATH`]`?older_than_ms=N`.
+pub fn admin_router(dep: &Arc<Dependency>, auth: &AdminAuth) -> Router {
+    let knob = dep.admission.clone();
+    let r = admin::knob_route(Router::new(), admin::ADMISSION_PATH, auth, move |a, req| {
+        admission_response(&knob, a, req)
+    });
+    let (dep, auth) = (dep.clone(), auth.clone());
+    r.route(
+        admin::FLUSH_PATH,
+        post(move |req: Request| async move {
+            if auth.allows(&req) {
+                flush(&dep, req.uri()).into_response()
+            } else {
+                admin::unauthorized()
+            }
+        }),
+    )
 }

@@ -2,8 +2,10 @@
 //!
 //! Every node is an axum server on 127.0.0.1 with `GET /lab/stats`. Tiers (edge, gateway, order)
 //! answer `GET /` by calling the next tier through a real HTTP client; the dependency does the
-//! work itself and takes faults at `POST /lab/fault/{kind}/{ms}`.
+//! work itself and takes faults at `POST /lab/fault/{kind}/{ms}`. Each node also listens on a
+//! second loopback port for its admin endpoints, behind a bearer token (see [`admin`]).
 
+pub mod admin;
 pub mod backend;
 pub mod client;
 pub mod dependency;
@@ -73,7 +75,15 @@ pub struct NodeSpec {
     /// [`LabParams::fleet`]).
     #[serde(default)]
     pub fleet: Option<String>,
+    /// The bearer token of the node's admin listener (see [`admin`]). Never serialized: a
+    /// command line is readable by every local user, so a child gets it through its
+    /// environment ([`ADMIN_TOKEN_ENV`]) instead.
+    #[serde(skip)]
+    pub admin_token: Option<String>,
 }
+
+/// The environment variable a child node reads its admin token from.
+pub const ADMIN_TOKEN_ENV: &str = "SEAWALL_LAB_ADMIN_TOKEN";
 
 impl NodeSpec {
     /// The spec of `role` for a run with `params`.
@@ -88,6 +98,7 @@ impl NodeSpec {
             backend_table: None,
             seed: params.seed.wrapping_add(role as u64),
             fleet: params.fleet.clone(),
+            admin_token: None,
         }
     }
 
@@ -102,15 +113,21 @@ impl NodeSpec {
     }
 }
 
-/// Serves `spec` on `listener` until `shutdown` completes.
+/// Serves `spec` on `listener` (traffic) and `admin_listener` (its admin endpoints, behind
+/// `spec.admin_token`) until `shutdown` completes.
 pub async fn serve(
     spec: NodeSpec,
     listener: TcpListener,
+    admin_listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), LabError> {
+    let auth = admin::auth(spec.role.as_str(), spec.admin_token.as_deref())?;
     let mut follower = None;
-    let app = match spec.role {
-        Role::Dependency => dependency::router(Arc::new(dependency::Dependency::new(&spec))),
+    let (app, admin_app) = match spec.role {
+        Role::Dependency => {
+            let dep = Arc::new(dependency::Dependency::new(&spec));
+            (dependency::router(dep.clone()), dependency::admin_router(&dep, &auth))
+        }
         _ => {
             let tier = tier::Tier::new(&spec).await?;
             if let Some(url) = &spec.fleet {
@@ -118,13 +135,14 @@ pub async fn serve(
                     LabError::node(spec.role.as_str(), format!("fleet switch {url}: {e}"))
                 })?);
             }
-            tier::router(tier)
+            (tier::router(tier.clone()), tier::admin_router(&tier, &auth))
         }
     };
     // Not a graceful shutdown: a lab node's in-flight work (hung requests, retry chains) is
     // exactly what must not outlive the run.
     let r = tokio::select! {
         r = axum::serve(listener, app).into_future() => r.map_err(LabError::from),
+        r = axum::serve(admin_listener, admin_app).into_future() => r.map_err(LabError::from),
         () = shutdown => Ok(()),
     };
     if let Some(f) = follower {

@@ -6,19 +6,14 @@
 //! [`observe`]: a `ShedLayer` with no effective cap, there to count (`seawall_server_*`) and to
 //! carry the operator's admission knob, which admits everything until someone turns it down.
 //!
-//! Every node mounts the knob's admin endpoint, [`admission_route`], at [`ADMISSION_PATH`].
+//! Every node serves the knob on its admin listener (see [`super::admin`]), not here.
 
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::Request;
-use axum::routing::any;
 use seawall::control::Control;
-use seawall_tower::admin::AdminAuth;
-use seawall_tower::server::{
-    DeadlineLayer, RejectReason, ServerMetrics, ShedLayer, admission_response,
-};
+use seawall_tower::server::{DeadlineLayer, RejectReason, ServerMetrics, ShedLayer};
 
 use super::stats::StatsSnapshot;
 
@@ -51,28 +46,6 @@ pub fn observe<S: Clone + Send + Sync + 'static>(
 ) -> Router<S> {
     let cap = NonZeroUsize::new(NO_CAP).expect("nonzero");
     router.route_layer(ShedLayer::new(cap).admission(admission.clone()).metrics(metrics.clone()))
-}
-
-/// Where every node serves its admission knob: `GET` → `{"admit_percent":N}`,
-/// `POST ?percent=N` (what `seawall escape --admission-url` sends).
-pub const ADMISSION_PATH: &str = "/admin/admission";
-
-/// The knob's admin endpoint, for [`ADMISSION_PATH`].
-pub fn admission_route<S: Clone + Send + Sync + 'static>(
-    router: Router<S>,
-    knob: &Arc<Control>,
-) -> Router<S> {
-    let knob = knob.clone();
-    router.route(
-        ADMISSION_PATH,
-        any(move |req: Request| {
-            let k = knob.clone();
-            // Unauthenticated on purpose, and only because every lab node binds 127.0.0.1 and
-            // lives for one run: `seawall escape` drives this endpoint without a token. A
-            // production mount takes `AdminAuth::Bearer`.
-            async move { admission_response(&k, &AdminAuth::unauthenticated(), &req) }
-        }),
-    )
 }
 
 /// Adds what the server layers counted to a node's snapshot: deadline drops as doomed, every

@@ -11,11 +11,13 @@ use axum::routing::get;
 use prometheus_client::registry::Registry;
 use seawall::control::Control;
 use seawall::deadline::parse_timeout_ms;
-use seawall_tower::client::metrics_response;
-use seawall_tower::server::ServerMetrics;
+use seawall_tower::admin::AdminAuth;
+use seawall_tower::client::{admin_response, metrics_response};
+use seawall_tower::server::{ServerMetrics, admission_response};
 use seawall_tower::wire::{REQUEST_TIMEOUT_MS, RETRY_PUSHBACK_MS, RequestDeadline};
 use tower::util::BoxCloneSyncService;
 
+use super::admin;
 use super::backend::{PgBackend, PgService};
 use super::client::{Downstream, http_client};
 use super::stats::{NodeStats, StatsSnapshot};
@@ -140,9 +142,9 @@ async fn metrics(State(tier): State<Arc<Tier>>) -> http::Response<String> {
     metrics_response(&tier.registry)
 }
 
-/// The tier's routes: `GET /`, `GET /metrics` (the client layer's and the server layers'
-/// Prometheus metrics), `GET /lab/stats`, `GET /lab/backend` (the PostgreSQL pool's counters)
-/// and the admission knob at [`super::protect::ADMISSION_PATH`].
+/// The tier's traffic routes: `GET /`, `GET /metrics` (the client layer's and the server
+/// layers' Prometheus metrics), `GET /lab/stats` and `GET /lab/backend` (the PostgreSQL pool's
+/// counters). The knobs are on [`admin_router`].
 pub fn router(tier: Arc<Tier>) -> Router {
     let mut work = Router::new().route("/", get(handle));
     work = match tier.stack {
@@ -151,9 +153,18 @@ pub fn router(tier: Arc<Tier>) -> Router {
         }
         Stack::Baseline => super::protect::observe(work, &tier.layers, &tier.admission),
     };
-    let work = super::protect::admission_route(work, &tier.admission);
     work.route("/lab/stats", get(stats))
         .route("/lab/backend", get(backend))
         .route("/metrics", get(metrics))
         .with_state(tier)
+}
+
+/// The tier's admin routes, each behind `auth`: the admission knob at
+/// [`admin::ADMISSION_PATH`] and the client layer's retry switch at [`admin::RETRIES_PATH`].
+pub fn admin_router(tier: &Arc<Tier>, auth: &AdminAuth) -> Router {
+    let (knob, retries) = (tier.admission.clone(), tier.retry_control());
+    let r = admin::knob_route(Router::new(), admin::ADMISSION_PATH, auth, move |a, req| {
+        admission_response(&knob, a, req)
+    });
+    admin::knob_route(r, admin::RETRIES_PATH, auth, move |a, req| admin_response(&retries, a, req))
 }

@@ -6,14 +6,20 @@
 //! 1. [`DeadlineLayer`] reads the caller's remaining time (`Request-Timeout-Ms` / `grpc-timeout`),
 //!    clamps it to the server's maximum, puts a [`RequestDeadline`](crate::wire::RequestDeadline)
 //!    into the request extensions and cancels the work when the deadline passes.
-//! 2. [`ShedLayer`] admits at most N requests at once, queues a few, and rejects the rest at once
+//! 2. [`IdempotencyLayer`] executes a request carrying an `Idempotency-Key` once and replays the
+//!    stored response to repeats. It sits *outside* admission: it reads a keyed request's body
+//!    (bounded by its `max_body` and `body_timeout`) before the request asks for a slot, so a
+//!    client trickling its body holds a connection, never an admission slot, and the shedder's
+//!    own rejections (503, or 504 for a deadline that passed in its queue) release the key
+//!    instead of being stored.
+//! 3. [`ShedLayer`] admits at most N requests at once, queues a few, and rejects the rest at once
 //!    with 503 and a jittered `Retry-After`; first attempts are served before retries, and a
 //!    standing queue switches it to CoDel + adaptive LIFO.
-//! 3. [`IdempotencyLayer`] executes a request carrying an `Idempotency-Key` once and replays the
-//!    stored response to repeats.
 //!
-//! All three report into one [`ServerMetrics`]; with the `prometheus` feature,
-//! `ServerMetrics::register` exports it as `seawall_server_*` metrics.
+//! The deadline and shedding layers report into one [`ServerMetrics`], the idempotency layer
+//! into its [`IdempotencyMetrics`](idempotency::IdempotencyMetrics); with the `prometheus`
+//! feature, `ServerMetrics::register` and `IdempotencyMetrics::register` export them as
+//! `seawall_server_*` and `seawall_server_idempotency_*` metrics.
 //!
 //! ```
 //! use seawall_tower::server::{DeadlineLayer, IdempotencyLayer, ServerMetrics, ShedLayer};
@@ -23,8 +29,8 @@
 //! let metrics = ServerMetrics::new();
 //! let layers = ServiceBuilder::new()
 //!     .layer(DeadlineLayer::new().metrics(metrics.clone()))
-//!     .layer(ShedLayer::new(NonZeroUsize::new(64).unwrap()).metrics(metrics.clone()))
-//!     .layer(IdempotencyLayer::in_memory());
+//!     .layer(IdempotencyLayer::in_memory())
+//!     .layer(ShedLayer::new(NonZeroUsize::new(64).unwrap()).metrics(metrics.clone()));
 //! # let _ = layers;
 //! ```
 

@@ -48,6 +48,24 @@
 //! and queue length are the values at the queue's last change (every admission, start and
 //! finish); the oldest queued age is measured at the scrape, so it keeps growing while a stuck
 //! queue sees no traffic. Label several servers with `Registry::sub_registry_with_label`.
+//!
+//! # The idempotency layer
+//!
+//! [`IdempotencyMetrics::register`] exports the `IdempotencyLayer`'s counters the same way, as
+//! `seawall_server_idempotency_<counter>_total` for each field of
+//! [`IdempotencySnapshot`](super::idempotency::IdempotencySnapshot) (`executed`, `replayed`,
+//! `conflicts`, `mismatches`, `principal_missing`, `body_too_large`, `body_timeouts`,
+//! `store_unavailable`, `store_timeouts`, `capacity_refused`, `pending_refused`,
+//! `released_cancelled`, `abandoned`); [`IdempotencyMetrics::register_with_pool`] adds the
+//! in-memory store's two pools as gauges, `seawall_server_idempotency_pending_keys` (keys in
+//! flight) and `seawall_server_idempotency_records` (finished and outcome-unknown keys).
+//!
+//! ```promql
+//! # Writes refused because the store was down or full: page someone.
+//! sum(rate(seawall_server_idempotency_store_unavailable_total[5m]))
+//!   + sum(rate(seawall_server_idempotency_capacity_refused_total[5m]))
+//!   + sum(rate(seawall_server_idempotency_pending_refused_total[5m]))
+//! ```
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
@@ -58,6 +76,10 @@ use prometheus_client::registry::{Registry, Unit};
 
 use seawall::time::{Clock, SystemClock};
 
+use std::sync::Arc;
+
+use super::idempotency::IdempotencyMetrics;
+use super::idempotency::store::memory::MemoryStore;
 use super::metrics::{LATENCY_BUCKETS, RejectReason, ServerMetrics, bucket_upper_bound};
 
 /// Encodes a [`ServerMetrics`] snapshot on every scrape (see the [module docs](self)); the clock
@@ -169,6 +191,104 @@ impl ServerMetrics {
     pub fn register_with_clock<C: Clock + 'static>(&self, registry: &mut Registry, clock: C) {
         let collector = ServerCollector { metrics: self.clone(), clock };
         registry.sub_registry_with_prefix("seawall_server").register_collector(Box::new(collector));
+    }
+}
+
+/// Encodes an [`IdempotencyMetrics`] snapshot (and, with a pool, the store's fill) on every
+/// scrape.
+#[derive(Debug)]
+struct IdempotencyCollector<C: 'static> {
+    metrics: IdempotencyMetrics,
+    pool: Option<Arc<MemoryStore<C>>>,
+}
+
+impl<C: Clock + 'static> Collector for IdempotencyCollector<C> {
+    fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let s = self.metrics.snapshot();
+        let counters: [(&str, &str, u64); 13] = [
+            ("executed", "Keyed requests whose handler was called", s.executed),
+            ("replayed", "Stored responses replayed", s.replayed),
+            ("conflicts", "409s: key in progress or outcome unknown", s.conflicts),
+            ("mismatches", "422s: key reused with another payload", s.mismatches),
+            ("principal_missing", "401s: keyed request without a principal", s.principal_missing),
+            ("body_too_large", "413s: body over the limit", s.body_too_large),
+            ("body_timeouts", "408s: body not read within the body timeout", s.body_timeouts),
+            ("store_unavailable", "503s: the store failed or timed out", s.store_unavailable),
+            ("store_timeouts", "Store calls that hit the store timeout", s.store_timeouts),
+            ("capacity_refused", "503s: the store's records pool was full", s.capacity_refused),
+            ("pending_refused", "503s: the store's pending pool was full", s.pending_refused),
+            (
+                "released_cancelled",
+                "Keys released: request cancelled before the handler ran",
+                s.released_cancelled,
+            ),
+            (
+                "abandoned",
+                "Keys outcome unknown: request cancelled after the handler ran",
+                s.abandoned,
+            ),
+        ];
+        for (name, help, v) in counters {
+            let c = ConstCounter::new(v);
+            c.encode(enc.encode_descriptor(name, help, None, c.metric_type())?)?;
+        }
+        if let Some(pool) = &self.pool {
+            let st = pool.stats();
+            for (name, help, v) in [
+                (
+                    "pending_keys",
+                    "Keys in flight in the in-memory store's pending pool",
+                    st.pending,
+                ),
+                ("records", "Finished and outcome-unknown keys in the in-memory store", st.records),
+            ] {
+                let g = ConstGauge::new(v as i64);
+                g.encode(enc.encode_descriptor(name, help, None, g.metric_type())?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl IdempotencyMetrics {
+    /// Registers these counters in `registry` as `seawall_server_idempotency_*_total` (see the
+    /// [module docs](self)); read from the atomics at each scrape.
+    ///
+    /// ```
+    /// use prometheus_client::registry::Registry;
+    /// use seawall_tower::server::idempotency::IdempotencyMetrics;
+    /// use seawall_tower::server::prometheus;
+    ///
+    /// let metrics = IdempotencyMetrics::new();
+    /// let mut registry = Registry::default();
+    /// metrics.register(&mut registry);
+    /// let page = prometheus::encode(&registry);
+    /// assert!(page.contains("seawall_server_idempotency_executed_total 0\n"));
+    /// ```
+    pub fn register(&self, registry: &mut Registry) {
+        self.register_collector::<SystemClock>(registry, None);
+    }
+
+    /// [`register`](Self::register), plus the fill of `pool`, the in-memory store the layer
+    /// uses (share it: `IdempotencyLayer::with_store_and_clock(pool.clone(), clock)`), as the
+    /// gauges `seawall_server_idempotency_pending_keys` and `_records`.
+    pub fn register_with_pool<C: Clock + 'static>(
+        &self,
+        registry: &mut Registry,
+        pool: Arc<MemoryStore<C>>,
+    ) {
+        self.register_collector(registry, Some(pool));
+    }
+
+    fn register_collector<C: Clock + 'static>(
+        &self,
+        registry: &mut Registry,
+        pool: Option<Arc<MemoryStore<C>>>,
+    ) {
+        let collector = IdempotencyCollector { metrics: self.clone(), pool };
+        registry
+            .sub_registry_with_prefix("seawall_server_idempotency")
+            .register_collector(Box::new(collector));
     }
 }
 
