@@ -1,5 +1,5 @@
-//! The Istio VirtualService YAML (multi-document) importer of seawall-audit: never panic, and every layer it
-//! returns is at least one attempt.
+//! The Istio VirtualService YAML (multi-document) importer of seawall-audit: never panic, and every
+//! layer it returns is at least one attempt.
 #![no_main]
 
 use std::path::Path;
@@ -10,7 +10,7 @@ use seawall_audit::import::{Select, istio};
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     // Once with nothing selected (the importer takes the worst candidate), once naming a
-    // candidate the seeds use.
+    // candidate the corpus files use.
     common::durations(text);
     for select in [Select::default(), common::select()] {
         if let Ok(layers) = istio::parse(Path::new("fuzz.in"), text, &select) {

@@ -1,4 +1,5 @@
-//! The seeds' shapes: 27, 243, 64, 27 on one hop, Istio's ×3, and the cure with no findings.
+//! The classic retry-storm shapes: 27, 243, 64, 27 on one hop, Istio's ×3, and the cure with no
+//! findings.
 
 use std::path::Path;
 
@@ -36,7 +37,7 @@ fn three_attempts_at_three_layers_is_27() {
     let r = audit(&chain(&CHECKOUT, 3, 3, ""));
     let p = to(&r, "database");
     assert_eq!(p.worst_case_attempts, 27);
-    assert_eq!(p.peak_rps, Some(54_000.0), "seed 002: 2,000 × 27");
+    assert_eq!(p.peak_rps, Some(54_000.0), "the verification test: 2,000 rps × 27");
     assert_eq!(p.bounded_attempts, None, "no budget anywhere");
     assert!(
         r.findings
@@ -108,7 +109,7 @@ fn one_owner_and_fail_fast_elsewhere_is_clean() {
     let p = to(&r, "database");
     assert!(p.worst_case_attempts <= 3);
     assert_eq!(p.bounded_attempts, Some(1.1), "bounded by the 10 % budget");
-    assert_eq!(p.bounded_peak_rps, Some(2200.0), "seed 002: 2,000 × 1.1");
+    assert_eq!(p.bounded_peak_rps, Some(2200.0), "the verification test: 2,000 rps × 1.1");
     assert_eq!(p.survives_cold, Some(true));
     assert!(r.findings.is_empty(), "{:#?}", r.findings);
 }

@@ -38,9 +38,10 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = 1000)]
     deadline_ms: u64,
     /// postgres://… : the order service queries this PostgreSQL through a pool of --workers
-    /// connections (statement cost workers/capacity); faults act in the database (fail: the
-    /// table is renamed away; hang: it is locked; slow: the statement costs 6×), and the seeds'
-    /// pg_stat_activity query runs once a second (postgres.json).
+    /// connections (statement cost workers/capacity); faults act in the database (fail: the table
+    /// is renamed away; hang: it is locked; slow: the statement costs 6×), and a pg_stat_activity
+    /// query (identical statements running at once, the oldest's age) runs once a second
+    /// (postgres.json).
     #[arg(long, value_name = "URL")]
     backend: Option<String>,
     /// Seed for jitter.

@@ -1,9 +1,9 @@
 //! Tell a retry storm from a traffic spike while it happens.
 //!
-//! Seed 000's dashboards were green for eleven minutes: error rate zero, every request eventually
-//! succeeding after a retry. The signal that would have caught it was the ratio of outbound to
+//! In a typical retry storm the dashboards stay green for minutes: error rate zero, every request
+//! eventually succeeding after a retry. The signal that catches it is the ratio of outbound to
 //! inbound requests. A storm's signature is that cause and effect run in the opposite order to a
-//! normal overload (seed 002, "Symptoms you'd see"):
+//! normal overload:
 //!
 //! - **traffic spike**: edge traffic rises first; attempts per call stay ≈ 1;
 //! - **retry storm**: errors come first, the edge is flat, and attempts per call and the

@@ -12,11 +12,11 @@ use crate::LabError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stack {
-    /// The seeds' teams: every tier retries (3 attempts, flat 100 ms, no jitter, no budget, no
-    /// deadline, a 250 ms per-try timeout), servers queue without limit and finish work whose
-    /// caller has gone.
+    /// Every tier's usual settings: every tier retries (3 attempts, flat 100 ms, no jitter, no
+    /// budget, no deadline, a 250 ms per-try timeout), servers queue without limit and finish work
+    /// whose caller has gone.
     Baseline,
-    /// DESIGN.md: one owner layer at the edge (full jitter, budget, deadline), fail-fast below,
+    /// seawall: one owner layer at the edge (full jitter, budget, deadline), fail-fast below,
     /// servers shed (retries first) and drop doomed work.
     Seawall,
 }
@@ -55,14 +55,14 @@ impl FromStr for Stack {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FaultKind {
-    /// Every request fails at once with a 503 (seed 002's "every database query failing").
+    /// Every request fails at once with a 503 (a verification test: every database query failing).
     Fail,
     /// Requests are held, unanswered, until the fault ends (a GC pause, a lock).
     Hang,
-    /// Service time ×6 (seed 000's p50 40 → 240 ms).
+    /// Service time ×6 (an index slowdown: p50 40 → 240 ms).
     Slow,
     /// Down (fails fast) for the fault, then back with a cold cache: service time ×4, warming
-    /// linearly over the next five seconds' worth of capacity (seed 001's restarts).
+    /// linearly over the next five seconds' worth of capacity (a cold restart).
     Restart,
 }
 

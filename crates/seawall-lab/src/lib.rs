@@ -3,8 +3,9 @@
 //! Ordinary load tests never fail anything, so they never find a storm. The lab starts a real
 //! stack on 127.0.0.1 — edge → gateway → order service → dependency, each its own process with
 //! a real HTTP client to the next — drives it with an open-loop load, breaks the dependency for a
-//! while, and measures whether the system heals by itself: once as the seeds' teams configured it
-//! (`baseline`: every tier retries), once as DESIGN.md prescribes (`seawall`).
+//! while, and measures whether the system heals by itself: once as teams commonly configure it
+//! (`baseline`: every tier retries), once with seawall (`seawall`: one owner layer at the edge,
+//! fail-fast below, deadlines and server protection).
 //!
 //! The results are [`seawall_report::Results`] with `source: Lab`, the same shape as
 //! `seawall simulate`, so the two can be laid side by side.

@@ -1,18 +1,19 @@
 //! The parent's side of `--backend postgres://…`: the table the orders read, the faults, and
-//! the seeds' `pg_stat_activity` query once a second.
+//! a `pg_stat_activity` query (identical statements running at once) once a second.
 //!
 //! # The faults, inside PostgreSQL
 //!
 //! Every fault acts on the database itself, not on the order service's code, so the order
 //! service's pool, timeouts and retries meet it the way they would meet a real incident:
 //!
-//! - `fail` — every query fails at once (seed 002's verification): the table is renamed away
+//! - `fail` — every query fails at once (a verification test's fault): the table is renamed away
 //!   (`ALTER TABLE … RENAME`), so each statement errors with "relation does not exist", and
 //!   renamed back when the fault ends (a bad migration, rolled back).
 //! - `hang` — every query blocks: the parent holds `LOCK TABLE … IN ACCESS EXCLUSIVE MODE` in an
 //!   open transaction for the fault, then rolls back (a long DDL or a forgotten transaction).
 //!   This is the fault that fills `pg_stat_activity` with identical waiting statements.
-//! - `slow` — the statement's cost (the row `pg_sleep` reads) ×6 (seed 000's p50 40 → 240 ms).
+//! - `slow` — the statement's cost (the row `pg_sleep` reads) ×6 (an index slowdown:
+//!   p50 40 → 240 ms).
 //!
 //! `restart` is not offered: restarting a shared PostgreSQL is not the lab's to do.
 //!
@@ -30,8 +31,8 @@ use crate::LabError;
 use crate::config::{FaultKind, FaultSpec};
 use crate::node::backend::statement;
 
-/// The seeds' query: identical statements running concurrently, and the oldest one's age (as
-/// seconds, so it can be read without an interval type).
+/// The `pg_stat_activity` query: identical statements running concurrently, and the oldest one's
+/// age (as seconds, so it can be read without an interval type).
 pub const SEED_QUERY: &str = "SELECT left(query, 60) AS statement, count(*) AS running_copies, \
      EXTRACT(EPOCH FROM max(now() - query_start))::float8 AS oldest \
      FROM pg_stat_activity WHERE state = 'active' GROUP BY 1 ORDER BY running_copies DESC LIMIT 5";
@@ -47,8 +48,8 @@ pub struct PgSample {
 
 static RUNS: AtomicU32 = AtomicU32::new(0);
 
-/// A lab's PostgreSQL: an admin connection (table, faults) and a monitor connection (the seeds'
-/// query, never blocked by the admin's lock).
+/// A lab's PostgreSQL: an admin connection (table, faults) and a monitor connection (the
+/// `pg_stat_activity` query, never blocked by the admin's lock).
 #[derive(Debug)]
 pub struct PgLab {
     admin: Client,
@@ -120,7 +121,7 @@ impl PgLab {
         self.admin.batch_execute(&off).await.map_err(pg)
     }
 
-    /// The seeds' query now, for the order statement (zero copies if none is active).
+    /// The `pg_stat_activity` query now, for the order statement (zero copies if none is active).
     pub async fn sample(&self) -> Result<PgSample, LabError> {
         let ours: String = statement(&self.table).chars().take(60).collect();
         let rows = self.monitor.query(SEED_QUERY, &[]).await.map_err(pg)?;

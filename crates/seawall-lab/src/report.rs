@@ -31,7 +31,7 @@ pub struct LabFigures {
     /// Attempts each tier's client layer sent over the run (edge, gateway, order), from the
     /// layers' own Prometheus counters (`seawall_client_attempt_started_total`).
     pub client_attempts: [u64; 3],
-    /// With `--backend`: the peak of the seeds' `pg_stat_activity` query over the fault —
+    /// With `--backend`: the peak of the `pg_stat_activity` query over the fault —
     /// most identical order statements active at once, and the oldest one's age.
     pub pg_peak: Option<PgSample>,
 }

@@ -24,7 +24,7 @@ pub struct Measured {
     /// `ticks[k][tier]`: each tier's counters at `k` seconds (k = 0 ..= duration), top first.
     /// With `--backend` the bottom "tier" is the order service's PostgreSQL pool.
     pub ticks: Vec<Vec<StatsSnapshot>>,
-    /// With `--backend`: the seeds' `pg_stat_activity` reading at each second (k = 0 ..= duration).
+    /// With `--backend`: the `pg_stat_activity` reading at each second (k = 0 ..= duration).
     pub pg: Vec<PgSample>,
 }
 
@@ -256,7 +256,7 @@ pub async fn run_stack(
             None => admin.inject(&urls[urls.len() - 1], f).await,
         }
     };
-    // The seeds' pg_stat_activity query once a second, on the same clock as the scrapes.
+    // The pg_stat_activity query once a second, on the same clock as the scrapes.
     let monitor = async {
         let mut out = Vec::new();
         let Some(pg) = pg else { return out };

@@ -1,6 +1,6 @@
 //! A short PostgreSQL-backed lab (nodes as in-process threads): the order service queries a real
 //! PostgreSQL through a pool of 2 connections while the parent locks the table for 4 s. Both
-//! configurations produce a per-second series and the seeds' `pg_stat_activity` figures: the
+//! configurations produce a per-second series and `pg_stat_activity` figures: the
 //! baseline's statements outlive their callers (the oldest is as old as the lock); seawall
 //! cancels them when the caller's deadline passes.
 //!

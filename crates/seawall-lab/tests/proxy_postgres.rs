@@ -180,8 +180,8 @@ async fn partial_fails_its_share_of_connections() {
     assert!((1..16).contains(&ok), "{ok} of 16 passed");
 }
 
-/// The lab's own PostgreSQL pieces through the proxy: `PgLab` (table, the seeds' query) and
-/// the order service's `PgBackend` pool, which meets the proxy's faults as the lab's tiers do.
+/// The lab's own PostgreSQL pieces through the proxy: `PgLab` (table, the `pg_stat_activity` query)
+/// and the order service's `PgBackend` pool, which meets the proxy's faults as the lab's tiers do.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_postgres_lab_backend_works_through_the_proxy() {
     use http::StatusCode;

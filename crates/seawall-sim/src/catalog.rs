@@ -1,5 +1,6 @@
-//! The built-in scenarios, embedded from `scenarios/*.toml` (numbers from DESIGN.md and the
-//! seeds; each file says where its numbers come from).
+//! The built-in scenarios, embedded from `scenarios/*.toml`. Each file describes its incident and
+//! says where its numbers come from (a paper where one exists, otherwise the numbers themselves);
+//! `SCENARIOS.md` lists them.
 
 /// One built-in scenario.
 #[derive(Debug, Clone, Copy)]

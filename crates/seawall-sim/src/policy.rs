@@ -3,7 +3,7 @@
 //!
 //! The simulator never decides a retry itself: every client layer holds a
 //! [`seawall::policy::RetryPolicy`] and the engine only schedules what it answers. A preset is
-//! the set of knobs that differ between "before" and "after" in the seeds.
+//! the set of knobs that differ between "before" and "after" in a retry-storm incident.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -37,15 +37,16 @@ pub struct PolicySpec {
     pub cap: Duration,
     /// Retry budget.
     pub budget: BudgetKind,
-    /// Only the top retrying layer owns retries; the rest fail fast (DESIGN.md rule 1).
+    /// Only the top retrying layer owns retries; the rest make one attempt and fail fast, so
+    /// attempts never multiply across layers.
     pub single_owner: bool,
-    /// Lower tiers get the edge deadline (rule 4).
+    /// Lower tiers get the edge's deadline (the time remaining), not a fresh timeout each.
     pub deadline_propagation: bool,
-    /// Timed-out attempts are cancelled downstream (rule 4: work whose caller has gone is dropped).
+    /// Timed-out attempts are cancelled downstream: work whose caller has gone is dropped.
     pub cancellation: bool,
     /// Give-ups travel upward as "overloaded; don't retry".
     pub pushback: bool,
-    /// Servers serve first attempts first, shed retries when queueing, drop doomed work (rule 5).
+    /// Servers serve first attempts first, shed retries when queueing, drop doomed work.
     pub server_protection: bool,
     /// Clients act on server hints (`Retry-After`, "don't retry"), as the tower layers do.
     /// Default on; off only to show what the hints are worth.
@@ -72,10 +73,10 @@ fn ms(v: Option<f64>, field: &str, lo: f64) -> Result<Option<Duration>, Error> {
 impl PolicySpec {
     /// A built-in preset by name.
     ///
-    /// - `naive`: 3 attempts, immediate retries at every layer (a common default; 3 × 3 × 3 = 27
-    ///   in seed 000);
-    /// - `fixed`: 3 retries, flat 100 ms (seed 000's client);
-    /// - `exponential`: 3 retries from 100 ms doubling, no jitter (seed 001's six teams);
+    /// - `naive`: 3 attempts, immediate retries at every layer (a common default; three such
+    ///   layers send 3 × 3 × 3 = 27 attempts per call);
+    /// - `fixed`: 3 retries, flat 100 ms (the client of the `index-slowdown` scenario);
+    /// - `exponential`: 3 retries from 100 ms doubling, no jitter (the layers of `auth-gc-pause`);
     /// - `jitter`: 3 attempts, full jitter with the AWS defaults (50 ms base, 20 s cap), no budget;
     /// - `budget`: `jitter` plus the gRFC A6 token bucket (10 tokens, ratio 0.1);
     /// - `seawall`: `budget` at one owner layer, every other layer failing fast with pushback,

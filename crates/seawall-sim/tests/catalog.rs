@@ -1,4 +1,4 @@
-//! The rest of the catalog tells the story it claims: a spike that is not a storm, the seeds'
+//! The rest of the catalog tells the story it claims: a spike that is not a storm, the
 //! incidents staying down under their "before" policy and recovering under `seawall`, and work
 //! for abandoned callers counted as waste.
 

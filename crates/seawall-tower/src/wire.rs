@@ -1,4 +1,4 @@
-//! The wire conventions every part of seawall speaks (DESIGN.md, "Wire conventions").
+//! The wire conventions every part of seawall speaks.
 //!
 //! | meaning | HTTP | gRPC |
 //! |---|---|---|

@@ -1,8 +1,8 @@
-//! Rule 1 with real servers: a 3-tier chain of axum services over loopback whose bottom fails,
-//! each hop behind the real server `DeadlineLayer`. Naive 3-attempt retries at every tier send
-//! 27 attempts to the bottom per edge request; `RetryLayer` at the edge and `FailFastLayer`
-//! below send at most 3, and the edge's deadline reaches the bottom as a time left that shrinks
-//! at every hop.
+//! One owner layer, with real servers: a 3-tier chain of axum services over loopback whose bottom
+//! fails, each hop behind the real server `DeadlineLayer`. Naive 3-attempt retries at every tier
+//! send 27 attempts to the bottom per edge request; `RetryLayer` at the edge and `FailFastLayer`
+//! below send at most 3, and the edge's deadline reaches the bottom as a time left that shrinks at
+//! every hop.
 #![cfg(all(feature = "client", feature = "server"))]
 
 mod common_client;
@@ -27,7 +27,8 @@ use tower::{Layer, Service, ServiceExt};
 
 type Client = BoxCloneSyncService<http::Request<Bytes>, http::Response<Bytes>, tower::BoxError>;
 
-/// "Naive" retries: 3 attempts, a flat 1 ms, no budget — what seed 000's three layers did.
+/// "Naive" retries: 3 attempts, a flat 1 ms, no budget — three such layers, as in an index slowdown
+/// with retries everywhere.
 fn naive() -> RetryLayer<Unlimited> {
     let cfg = PolicyConfig::default()
         .with_backoff(Backoff::constant(Duration::from_millis(1)).unwrap())

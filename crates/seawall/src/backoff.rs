@@ -4,8 +4,9 @@
 //!
 //! Clients that failed together and wait the same delay retry together: exponential backoff
 //! without jitter spreads the *waves* out in time but keeps every client in phase, so the
-//! dependency sees a square wave instead of a trickle (seed 001: "a spike at t+100ms, a bigger
-//! one at t+300ms, a bigger one at t+700ms"). Full jitter draws the wait uniformly from
+//! dependency sees a square wave instead of a trickle (a spike at t + 100 ms, a bigger
+//! one at t + 300 ms, a bigger one at t + 700 ms; Brooker, "Exponential Backoff And Jitter", AWS
+//! Architecture Blog, 2015). Full jitter draws the wait uniformly from
 //! `[0, min(cap, base · 2^(retry-1)))`, which is the only variant that spreads load evenly rather
 //! than merely delaying the collision. Equal, decorrelated, gRPC-style (±20 %) and no jitter are
 //! here for comparison in the simulator.
@@ -101,7 +102,7 @@ impl Backoff {
         Ok(Backoff { jitter, base, throttle_base: base, cap, multiplier })
     }
 
-    /// A flat delay with no jitter (the "3 retries, flat 100 ms" of seed 000).
+    /// A flat delay with no jitter (e.g. "3 retries, flat 100 ms").
     pub fn constant(delay: Duration) -> Result<Self, ConfigError> {
         Self::new(Jitter::None, delay, delay, 1.0)
     }
@@ -198,7 +199,7 @@ mod tests {
 
     #[test]
     fn no_jitter_exponential_from_100ms() {
-        // Seed 001: 100 ms, 200 ms, 400 ms.
+        // Doubling from 100 ms: 100 ms, 200 ms, 400 ms.
         let b =
             Backoff::new(Jitter::None, Duration::from_millis(100), Duration::from_secs(20), 2.0)
                 .unwrap();

@@ -1,6 +1,6 @@
 //! What an attempt's outcome means for retrying: success, retryable, throttled, or never-retry.
 //!
-//! Rule 6 of DESIGN.md: only retry what can succeed and is safe. A 400 will fail the same way the
+//! Only retry what can succeed and is safe. A 400 will fail the same way the
 //! next time, so retrying it multiplies load for nothing; a 429 or 503 is the server asking for
 //! less traffic, so it is retried only after a longer wait (the throttling base) and costs less
 //! from budgets that distinguish it (AWS). Transport failures are retryable, and a refused

@@ -1,10 +1,10 @@
 //! Runtime control: a kill switch for retries and a staged ramp to bring them back.
 //!
-//! In seed 001 the one piece of preparation that paid off was a feature flag for retry
-//! behaviour: setting retries to zero fleet-wide dropped the load on auth by three quarters
-//! within seconds, and it recovered in about six minutes after three and a half hours of
-//! everything else. Bringing retries back all at once re-forms the herd, so they come back in
-//! stages — 10 → 25 → 50 → 100 % (the ramp of the retry-storm article's runbook).
+//! During a retry storm the one piece of preparation that pays off is a feature flag for retry
+//! behaviour: setting retries to zero fleet-wide takes the multiplied load off the dependency
+//! within seconds, where restarts, scaling and relaxed timeouts only add to it. Bringing retries
+//! back all at once re-forms the herd, so they come back in stages — 10 → 25 → 50 → 100 % (a staged
+//! rollout).
 //!
 //! [`Control`] is one `AtomicU8` holding the percentage of retries allowed; the policy reads it
 //! with one relaxed load on each retry decision, so a change takes effect on the very next one.

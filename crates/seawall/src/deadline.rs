@@ -1,4 +1,4 @@
-//! Deadlines, not timeouts (rule 4), and strict codecs for the headers that carry them.
+//! Deadlines, not timeouts, and strict codecs for the headers that carry them.
 //!
 //! The edge stamps one deadline; every hop sends the *time remaining* (never a timestamp, so
 //! clock skew between hosts does not matter, as gRPC does) and computes its own budget from it.

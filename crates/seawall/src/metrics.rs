@@ -1,7 +1,7 @@
 //! Counters every part reports into: calls, attempts, retries, give-ups by reason.
 //!
 //! Plain relaxed atomics; exporters (Prometheus, OpenTelemetry) live with the middleware and read
-//! a [`Snapshot`]. The signal seed 000 wished it had watched is attempts per logical call: a
+//! a [`Snapshot`]. The signal to watch is attempts per logical call: a
 //! healthy client sits at ≈ 1.0, a storm pushes it towards the attempt cap.
 
 use std::sync::atomic::{AtomicU64, Ordering};

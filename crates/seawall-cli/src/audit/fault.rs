@@ -23,7 +23,7 @@ pub(crate) enum FaultKind {
     Gc,
 }
 
-/// How much slower `slow` makes the dependency: seed 000's index slowdown (p50 40 → 240 ms).
+/// How much slower `slow` makes the dependency: an index slowdown (p50 40 → 240 ms).
 pub(crate) const SLOW_FACTOR: f64 = 6.0;
 
 /// A parsed FAULT.

@@ -1,10 +1,10 @@
 //! `seawall audit GRAPH --simulate FAULT`: hand the audited paths to the simulator and show what
 //! the fault does over time, under the graph's own settings and under seawall's.
 //!
-//! The bridge lives in the CLI because `seawall-audit` depends on the core only (DESIGN.md): it
-//! reads the audit's typed graph and path list (never the file again), writes one scenario per
-//! path in the simulator's own TOML format, and lets `Scenario::parse` validate it like any
-//! scenario file.
+//! The bridge lives in the CLI because `seawall-audit` depends on the core only (not on the
+//! simulator): it reads the audit's typed graph and path list (never the file again), writes one
+//! scenario per path in the simulator's own TOML format, and lets `Scenario::parse` validate it
+//! like any scenario file.
 //!
 //! Which paths: for every dependency (a service that calls nothing; every path's last service
 //! when the graph has no such leaf), the path into it with the largest worst-case multiplier —

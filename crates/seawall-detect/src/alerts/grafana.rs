@@ -1,4 +1,4 @@
-//! The Grafana dashboard: the storm signals on one screen, the ratio seed 000 missed first.
+//! The Grafana dashboard: the storm signals on one screen, the edge-to-dependency ratio first.
 
 use serde_json::{Value, json};
 

@@ -2,13 +2,13 @@
 //!
 //! # Why these four alerts
 //!
-//! Seed 000's dashboards were green for eleven minutes because they watched error rate and
-//! latency; every request was eventually succeeding after a retry. The alerts here watch what a
-//! storm changes first (seed 002, "How to detect it"):
+//! In a retry storm, dashboards that watch error rate and latency can stay green for minutes: every
+//! request was eventually succeeding after a retry. The alerts here watch what a storm changes
+//! first:
 //!
 //! 1. **attempts per logical call above 1.5 for 2 minutes** — the client's own multiplier;
 //! 2. **the dependency-to-edge ratio up while the edge is flat** — more requests reach the bottom
-//!    than the users explain (the ratio seed 000 put "on the first dashboard anyone opens");
+//!    than the users explain (the ratio worth putting on the first dashboard anyone opens);
 //! 3. **retry overflow rising** — budgets are refusing retries: the dependency is sick, and
 //!    without the budget this would be a storm;
 //! 4. **oldest queued request older than the callers' timeout** — the queue holds work whose
@@ -50,7 +50,7 @@ pub struct AlertConfig {
     /// The callers' timeout, seconds: queued work older than this is dead (default 1 s, the
     /// app's timeout in Bronson et al.).
     pub caller_timeout_s: f64,
-    /// Attempts per call that is amplification (default 1.5, seed 002's alert).
+    /// Attempts per call that is amplification (default 1.5; a healthy client sits near 1.0).
     pub amplification: f64,
     /// Edge rate, relative to 10 minutes earlier, still called flat (default 1.3).
     pub edge_flat: f64,

@@ -86,8 +86,8 @@ pub struct Thresholds {
     pub edge_rise: f64,
     /// Edge ≤ this × baseline is "flat" (default 1.3).
     pub edge_flat: f64,
-    /// Attempts per call ≥ this × baseline is amplification (default 1.5: seed 002's alert,
-    /// "attempts per logical call above 1.5").
+    /// Attempts per call ≥ this × baseline is amplification (default 1.5: a healthy
+    /// client sits near 1.0, a 10 % retry budget caps it near 1.1).
     pub amplification: f64,
     /// Goodput < this × baseline is a fall (default 0.9, the same 90 % as "recovered").
     pub goodput_fall: f64,
@@ -95,7 +95,7 @@ pub struct Thresholds {
     /// state is called metastable (default 10).
     pub grace_s: f64,
     /// With no known trigger end, a storm older than this is called metastable (default 120 s:
-    /// longer than the triggers in the seeds — a 90 s GC pause, a 10 s outage).
+    /// longer than common triggers — a 90 s GC pause, a 10 s outage).
     pub metastable_after_s: f64,
 }
 

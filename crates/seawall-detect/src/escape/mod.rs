@@ -2,9 +2,9 @@
 //!
 //! # Why this order
 //!
-//! Seed 001 spent three and a half hours restarting, scaling and relaxing timeouts — each added
-//! energy to a feedback loop — and six minutes recovering once someone turned retries off
-//! fleet-wide and brought them back in a staged rollout. Seed 002's escape adds the other half:
+//! Restarting, scaling and relaxing timeouts during a storm each add energy to the feedback loop;
+//! what ends it is turning retries off fleet-wide and bringing them back in a staged rollout.
+//! The other half of the escape:
 //! cut load hard at the edge (a cut that leaves load above the hidden capacity achieves
 //! nothing), drop queued work older than the callers' timeouts, then ramp back 10 → 25 → 50 →
 //! 100 % watching goodput and queue age. [`run`] does exactly that, one printed step at a time:

@@ -1,12 +1,12 @@
 //! A strict, bounded parser for the Prometheus / OpenMetrics text exposition format.
 //!
-//! A scrape target is untrusted input (DESIGN.md, "Header values from the network are
-//! untrusted"): a broken or hostile page must produce an error naming the line, never a panic,
-//! an unbounded allocation or a silently wrong number. So the page is capped in size, lines and
-//! labels; names must be valid metric and label names; label values must be properly quoted and
-//! escaped; a value must be a number (`NaN` and `±Inf` are numbers here, as in the format).
-//! Comments (`# HELP`, `# TYPE`, `# UNIT`, `# EOF`) are skipped; a trailing timestamp and an
-//! OpenMetrics exemplar (`# {…} value`) are accepted and ignored.
+//! A scrape target is untrusted input, like any value read from the network: a broken or hostile
+//! page must produce an error naming the line, never a panic, an unbounded allocation or a silently
+//! wrong number. So the page is capped in size, lines and labels; names must be valid metric and
+//! label names; label values must be properly quoted and escaped; a value must be a number (`NaN`
+//! and `±Inf` are numbers here, as in the format). Comments (`# HELP`, `# TYPE`, `# UNIT`, `# EOF`)
+//! are skipped; a trailing timestamp and an OpenMetrics exemplar (`# {…} value`) are accepted and
+//! ignored.
 
 use std::fmt;
 

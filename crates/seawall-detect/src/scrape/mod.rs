@@ -5,8 +5,8 @@
 //!
 //! Targets are given in call-path order: **the edge first, the dependency under watch last**
 //! (`edge → … → dependency`). The edge's arrivals are the inbound requests; the last target's
-//! arrivals are the requests that reached the dependency; their ratio is the number seed 000
-//! wished it had watched. See [`totals::fold`] for exactly which metric feeds which number.
+//! arrivals are the requests that reached the dependency; their ratio is the number that shows
+//! a storm first. See [`totals::fold`] for exactly which metric feeds which number.
 //!
 //! [`Scraper`] is blocking: it owns a small current-thread runtime, so a command-line tool can
 //! call it from plain code. Each scrape has a timeout and a size cap; a target that fails

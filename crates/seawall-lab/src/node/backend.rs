@@ -15,10 +15,11 @@
 //! not reused until it has answered (a cancel aimed at a connection already running the *next*
 //! query would cancel the wrong one). What differs is what the caller's departure does:
 //!
-//! - **baseline** (the seeds' teams): nothing. The pool wait and the query run detached, so
-//!   a retry whose predecessor timed out queues behind it — the database works for callers who
-//!   have left, which the seeds' `pg_stat_activity` query shows as old identical statements.
-//! - **seawall** (rule 4, "work whose caller has gone is dropped"): a caller that leaves while
+//! - **baseline** (every tier's usual settings): nothing. The pool wait and the query run detached,
+//!   so a retry whose predecessor timed out queues behind it — the database works for callers who
+//!   have left, which the `pg_stat_activity` query ([`crate::pg`]) shows as old identical
+//!   statements.
+//! - **seawall** (work whose caller has gone is dropped): a caller that leaves while
 //!   waiting for a connection leaves the queue; one that leaves while its statement runs sends
 //!   PostgreSQL a cancel request for it.
 

@@ -3,10 +3,10 @@
 //! Both configurations use the same layers a user would add — only their configuration
 //! differs (see [`Downstream::new`]):
 //!
-//! - **baseline**, every tier: a [`RetryLayer`] configured like the seeds' teams — owner,
+//! - **baseline**, every tier: a [`RetryLayer`] configured the way teams often do — owner,
 //!   3 attempts, flat 100 ms with [`Jitter::None`], an [`Unlimited`] budget, a 250 ms per-try
 //!   timeout, 500s retried, no deadline. Three tiers of it multiply to 27.
-//! - **seawall**, as DESIGN.md prescribes: the edge's [`RetryLayer`] owns retries (3 attempts,
+//! - **seawall**: the edge's [`RetryLayer`] owns retries (3 attempts,
 //!   full jitter from 50 ms, the gRPC-style token budget, the edge deadline propagated); the
 //!   gateway and the order service use [`FailFastLayer`] and pass the dependency's overload up
 //!   as 503 + `Retry-Pushback-Ms: -1`.
@@ -38,9 +38,10 @@ use super::Role;
 use crate::LabError;
 use crate::config::Stack;
 
-/// The per-try timeout of the baseline's teams (seed 000: "client timeout 250 ms").
+/// The per-try timeout of the baseline's teams (a 250 ms client timeout, as in an
+/// index slowdown where the p50 goes 40 → 240 ms).
 pub const BASELINE_TIMEOUT: Duration = Duration::from_millis(250);
-/// The baseline's flat delay between attempts (seed 000: "3 retries, flat 100 ms").
+/// The baseline's flat delay between attempts (3 retries, flat 100 ms).
 pub const BASELINE_DELAY: Duration = Duration::from_millis(100);
 
 /// The service the layers wrap: the next tier over HTTP ([`http_client`]) or, for the order
@@ -83,8 +84,8 @@ pub fn http_client() -> Inner {
     )
 }
 
-/// The retry policy of the owner layer of `stack`: the seeds' teams (baseline) or DESIGN.md's
-/// edge (seawall). Only the core's knobs.
+/// The retry policy of the owner layer of `stack`: every tier's usual settings
+/// (baseline) or seawall's edge (seawall). Only the core's knobs.
 pub fn owner_policy(stack: Stack, seed: u64) -> RetryPolicy<AnyBudget> {
     let (cfg, budget) = match stack {
         Stack::Baseline => (
@@ -139,7 +140,7 @@ impl Downstream {
                 Layered::FailFast(FailFastLayer::new().with_metrics(metrics.clone()).layer(http))
             }
             _ => {
-                // The seeds' teams retried 500s too; seawall's default classifier does not.
+                // The baseline's teams retry 500s too; seawall's default classifier does not.
                 let classifier = HttpClassifier::new().retry_500(stack == Stack::Baseline);
                 let layer = RetryLayer::from_policy(
                     owner_policy(stack, seed).with_control(control.clone()),
@@ -173,7 +174,7 @@ impl Downstream {
         match &self.svc {
             Layered::Owner(s) => match s.clone().oneshot(req).await {
                 Ok(resp) => resp,
-                // Seawall passes "overloaded; don't retry" upward; the seeds' teams answered a
+                // Seawall passes "overloaded; don't retry" upward; the baseline's teams answer a
                 // plain 503, which the tier above retries.
                 Err(e) if self.stack == Stack::Seawall => e.into_response(),
                 Err(_) => status(StatusCode::SERVICE_UNAVAILABLE),

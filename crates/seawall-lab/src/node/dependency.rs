@@ -32,7 +32,7 @@ use crate::config::{FaultKind, Stack};
 
 /// Slowdown at full overload (queue ≥ workers).
 const THRASH: f64 = 3.0;
-/// Service time multiplier of a `slow` fault (seed 000: p50 40 → 240 ms).
+/// Service time multiplier of a `slow` fault (an index slowdown: p50 40 → 240 ms).
 const SLOW: f64 = 6.0;
 /// Service time multiplier right after a restart; warms linearly.
 const COLD: f64 = 4.0;
@@ -90,9 +90,9 @@ impl Dependency {
     }
 
     /// From now on, drops (as they reach a worker) the requests that have been queued for longer
-    /// than `older_than` — a standing queue timeout, the seeds' "drop queued work older than the
-    /// callers' timeouts" by hand, since the baseline has no `DeadlineLayer` to do it. Zero turns
-    /// it off. Returns how many requests are queued now.
+    /// than `older_than` — a standing queue timeout, "drop queued work older than the callers'
+    /// timeouts" done by hand, since the baseline has no `DeadlineLayer` to do it. Zero turns it
+    /// off. Returns how many requests are queued now.
     pub fn flush(&self, older_than: Duration) -> u64 {
         self.queue_timeout_ms.store(older_than.as_millis() as u64, Ordering::Relaxed);
         self.stats.snapshot().queue_len
@@ -189,8 +189,8 @@ impl Drop for GoneOnDrop {
 async fn handle(State(dep): State<Arc<Dependency>>, headers: HeaderMap) -> StatusCode {
     dep.stats.received();
     match dep.stack {
-        // Baseline: a server that finishes what it started, caller or not (what the seeds'
-        // databases did): the work runs detached from the request.
+        // Baseline: a server that finishes what it started, caller or not (what most
+        // databases do): the work runs detached from the request.
         Stack::Baseline => {
             let gone = Arc::new(AtomicBool::new(false));
             let _guard = GoneOnDrop(gone.clone());

@@ -13,6 +13,7 @@ pub mod protect;
 pub mod stats;
 pub mod tier;
 
+use std::fmt;
 use std::future::{Future, IntoFuture};
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,7 +54,10 @@ impl Role {
 }
 
 /// Everything a node needs to start (passed to a child process as JSON).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// `Debug` is written by hand so the admin token never reaches a log: it prints as
+/// `Some("<redacted>")`.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeSpec {
     /// Which tier.
     pub role: Role,
@@ -80,6 +84,36 @@ pub struct NodeSpec {
     /// environment ([`ADMIN_TOKEN_ENV`]) instead.
     #[serde(skip)]
     pub admin_token: Option<String>,
+}
+
+impl fmt::Debug for NodeSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Destructured so a new field cannot be forgotten here.
+        let NodeSpec {
+            role,
+            stack,
+            downstream,
+            workers,
+            service_time,
+            backend,
+            backend_table,
+            seed,
+            fleet,
+            admin_token,
+        } = self;
+        f.debug_struct("NodeSpec")
+            .field("role", role)
+            .field("stack", stack)
+            .field("downstream", downstream)
+            .field("workers", workers)
+            .field("service_time", service_time)
+            .field("backend", backend)
+            .field("backend_table", backend_table)
+            .field("seed", seed)
+            .field("fleet", fleet)
+            .field("admin_token", &admin_token.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
 }
 
 /// The environment variable a child node reads its admin token from.
@@ -179,4 +213,26 @@ async fn follow_fleet(
 /// Binds 127.0.0.1 on a free port.
 pub async fn bind_loopback() -> Result<TcpListener, LabError> {
     Ok(TcpListener::bind(("127.0.0.1", 0)).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_redacts_the_admin_token() {
+        let token = "s3cret-admin-token-0123456789";
+        let mut spec = NodeSpec::new(Role::Edge, Stack::Seawall, &LabParams::default(), None);
+        spec.admin_token = Some(token.to_string());
+        let shown = format!("{spec:?}");
+        assert!(!shown.contains(token), "token printed: {shown}");
+        assert!(shown.contains("admin_token: Some(\"<redacted>\")"), "{shown}");
+        // The other fields still print.
+        assert!(shown.contains("role: Edge") && shown.contains("workers:"), "{shown}");
+        let pretty = format!("{spec:#?}");
+        assert!(!pretty.contains(token), "token printed: {pretty}");
+
+        spec.admin_token = None;
+        assert!(format!("{spec:?}").contains("admin_token: None"));
+    }
 }

@@ -3,7 +3,7 @@
 //! The "many copies of the same statement" signature of a retry storm is counted directly:
 //! every request is keyed (HTTP: method, path and a hash of the body; PostgreSQL: the query
 //! text) and the proxy tracks how many with the same key are in flight at once — what the
-//! seeds' `pg_stat_activity` query shows inside the database, seen from outside it.
+//! `pg_stat_activity` query ([`crate::pg`]) shows inside the database, seen from outside it.
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;

@@ -128,7 +128,8 @@ fn amplification_line(col: &Col<'_>) -> String {
         return String::new();
     }
     let bottom = col.tiers.last().map_or("the bottom tier", String::as_str);
-    // Below 1.5× retries are a trickle (the seeds' "about 1.1×"); above, they multiply load.
+    // Below 1.5× retries are a trickle (a 10 % retry budget keeps them near 1.1×); above, they
+    // multiply load.
     let (class, words) = if amp >= 1.5 {
         ("sub warn", format!("{bottom} took {} the edge's requests at the peak", table::times(amp)))
     } else {

@@ -153,7 +153,7 @@ fn yes() -> bool {
     true
 }
 
-/// 10,000 queued requests: large enough never to bind in the seeds' healthy states.
+/// 10,000 queued requests: large enough never to bind in the catalog's healthy states.
 fn default_queue_limit() -> u32 {
     10_000
 }

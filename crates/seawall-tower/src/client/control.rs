@@ -2,11 +2,11 @@
 //!
 //! # Why an endpoint
 //!
-//! In seed 001 the one preparation that paid off was a flag that turned retries off; recovery
-//! took six minutes once someone flipped it. Flipping it must not need a deploy, and turning
-//! retries back on must not re-form the herd: so `off` is instant and `ramp` walks
-//! 10 → 25 → 50 → 100 % ([`seawall::control::RAMP`]). This is a plain function of the
-//! [`Control`] and the request, so it mounts on any framework; with axum:
+//! During a storm, the one preparation that pays off is a flag that turns retries off: once
+//! flipped, the dependency can recover within minutes. Flipping it must not need a deploy, and
+//! turning retries back on must not re-form the herd: so `off` is instant and `ramp` walks 10 → 25
+//! → 50 → 100 % ([`seawall::control::RAMP`]). This is a plain function of the [`Control`] and the
+//! request, so it mounts on any framework; with axum:
 //!
 //! ```
 //! use axum::{Router, extract::Request, routing::any};

@@ -3,7 +3,7 @@
 //!
 //! # Why a shared source
 //!
-//! In seed 001 retries had to be turned off across a whole fleet, at once, while it was on
+//! To end a storm, retries must be turned off across a whole fleet, at once, while it is on
 //! fire; an admin endpoint per process is too slow for that. Every process runs a
 //! [`follow`] task that applies the key's value to its local [`Control`]; an operator (or
 //! [`publish`]) sets the key and publishes on the channel. Pub/sub makes the change take effect

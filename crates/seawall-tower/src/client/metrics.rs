@@ -2,7 +2,7 @@
 //!
 //! # The one number to watch
 //!
-//! Seed 000's team wished they had watched *attempts per logical call*: a healthy client sits at
+//! The signal to watch is *attempts per logical call*: a healthy client sits at
 //! ≈ 1.0; a storm pushes it toward the attempt cap long before the dependency's dashboards say
 //! why. gRPC's OpenTelemetry metrics make it the ratio of two counters; seawall does the same:
 //!
@@ -40,7 +40,7 @@
 //! | `seawall_client_call_duration_seconds` | `seawall.client.call.duration` | histogram | successful calls only |
 //!
 //! Durations of failed calls are kept out of the histogram: fast failures would otherwise make
-//! latency look better exactly when things are worst (seed 002). Label several dependencies with
+//! latency look better exactly when things are worst. Label several dependencies with
 //! `Registry::sub_registry_with_label(("dependency".into(), "orders".into()))`.
 //!
 //! Recording is a handful of relaxed atomic increments per call; nothing is locked.

@@ -7,7 +7,7 @@
 //! [`RetryPolicy`](seawall::policy::RetryPolicy) — attempt cap, budget, jittered backoff, server
 //! hints, deadline. On every other hop, [`FailFastLayer`]: one attempt, and a dependency's
 //! overload becomes an explicit "overloaded; don't retry" for the caller above, so attempts
-//! never multiply across layers (DESIGN.md rule 1). Both stamp the attempt number on retries
+//! never multiply across layers. Both stamp the attempt number on retries
 //! (`Request-Attempt: 2`, 3, …, or `grpc-previous-rpc-attempts` for gRPC; a first attempt
 //! carries none, which servers read as 1) and the time left on every attempt
 //! (`Request-Timeout-Ms`, or `grpc-timeout`), and cut each attempt off at its timeout. The

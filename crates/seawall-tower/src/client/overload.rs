@@ -1,4 +1,5 @@
-//! The explicit "overloaded; don't retry" answer a layer gives upward (rule 1).
+//! The explicit "overloaded; don't retry" answer a layer gives upward, so attempts never
+//! multiply across layers.
 
 use http::{HeaderValue, Response, StatusCode};
 

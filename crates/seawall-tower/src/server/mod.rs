@@ -1,7 +1,7 @@
 //! Server layers: shed load early and cheaply, drop doomed work, make retried writes safe.
 //!
 //! Old app versions, partners and scripts will retry however they like, so a server must protect
-//! itself (DESIGN.md, rule 5). Three layers, outermost first:
+//! itself (the Google SRE book, "Handling Overload"). Three layers, outermost first:
 //!
 //! 1. [`DeadlineLayer`] reads the caller's remaining time (`Request-Timeout-Ms` / `grpc-timeout`),
 //!    clamps it to the server's maximum, puts a [`RequestDeadline`](crate::wire::RequestDeadline)

@@ -1,9 +1,9 @@
 //! A circuit breaker whose half-open state is never a herd.
 //!
 //! After a threshold of failures the breaker stops calling the dependency for a while, fails
-//! instantly, then lets a *bounded* number of probes through. Seed 001 warns about breakers that
-//! let every waiting caller through when the open period ends: "that's just the thundering herd
-//! with a delay … worse than no breaker at all because it produces regular synchronised waves".
+//! instantly, then lets a *bounded* number of probes through. A breaker that lets every waiting
+//! caller through when the open period ends is the thundering herd with a delay — worse than no
+//! breaker at all, because it produces regular synchronised waves.
 //! So here:
 //!
 //! - the open period is jittered (±`open_jitter`), so a fleet's breakers do not reopen together;

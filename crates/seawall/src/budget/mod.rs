@@ -9,7 +9,7 @@
 //! drowning. A budget is per-client: retries may be only a small share of traffic. When the
 //! dependency is healthy that share is plenty; when everything fails, the budget empties within
 //! seconds and retries stop by themselves, without a human in a war room deciding to turn them
-//! off (seeds 000 and 001). Google combines both — 3 attempts per request and retries under 10 %
+//! off. Google combines both — 3 attempts per request and retries under 10 %
 //! of a client's requests — cutting worst-case growth from just under 3× to about 1.1×.
 //!
 //! # The protocol

@@ -47,7 +47,7 @@ impl Default for PolicyConfig {
 }
 
 /// The most attempts a policy may be configured with (gRPC caps `maxAttempts` at 5; seawall
-/// allows 10 so the simulator can reproduce the worst configurations of the seeds).
+/// allows 10 so the simulator can reproduce the worst configurations seen in incidents).
 pub const MAX_ATTEMPTS: u32 = 10;
 
 impl PolicyConfig {

@@ -11,7 +11,7 @@
 //! simulator schedules an event. A policy has a [`Role`]: the **owner** of a call path retries;
 //! every other layer is **fail-fast** — one attempt, and a dependency's overload is passed upward
 //! as an explicit "overloaded; don't retry" ([`GiveUp::is_overloaded`]), so attempts never multiply
-//! across layers (rule 1).
+//! across layers.
 //!
 //! ```
 //! use seawall::prelude::*;

@@ -2,7 +2,7 @@
 //!
 //! # Why every other layer must fail fast
 //!
-//! Rule 1: attempts never multiply across layers. A middle tier that retries turns the edge's 3
+//! Attempts never multiply across layers. A middle tier that retries turns the edge's 3
 //! attempts into 9 at the tier below and 27 at the database. A fail-fast layer sends one
 //! attempt. When the dependency is *overloaded* or something refused — a 429 or
 //! RESOURCE_EXHAUSTED, a pushback, an open breaker, a spent budget, the kill switch — it answers

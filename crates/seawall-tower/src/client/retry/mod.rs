@@ -3,7 +3,7 @@
 //! # Why one layer, and why this one
 //!
 //! Three layers that each try three times send 27 attempts to the bottom of the stack for one
-//! user action (seed 000); five layers send 243. A retry only helps at the layer immediately
+//! user action; five layers send 243. A retry only helps at the layer immediately
 //! above the failure, and only while the failure is rare. So exactly one layer per call path
 //! retries — usually the edge client — and every other hop uses
 //! [`FailFastLayer`](crate::client::FailFastLayer).

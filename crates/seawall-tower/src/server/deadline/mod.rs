@@ -2,10 +2,10 @@
 //!
 //! # Why deadlines on the server
 //!
-//! A caller that timed out has gone, but a server that does not know keeps building its answer:
-//! in a retry storm most of the work a server does is for callers that already left (seed 002,
-//! "the abandoned tab"). So the caller sends the time it has left (`Request-Timeout-Ms` or
-//! `grpc-timeout`), and this layer:
+//! A caller that timed out has gone, but a server that does not know keeps building its answer: in
+//! a retry storm most of the work a server does is for callers that already left (the Google SRE
+//! book, "Addressing Cascading Failures"). So the caller sends the time it has left
+//! (`Request-Timeout-Ms` or `grpc-timeout`), and this layer:
 //!
 //! 1. parses it strictly ([`seawall::deadline`]), clamps it to the server's maximum (a caller
 //!    cannot make a server work longer than it allows) and uses the server's default when the
