@@ -100,14 +100,36 @@ impl std::error::Error for Error {
     }
 }
 
-/// Reads a file to a string, mapping failures to [`ErrorKind::Io`].
+/// The largest graph or imported config file read, 16 MiB: far above any real mesh or SDK config,
+/// and small enough that a graph naming `/dev/zero` or a huge file fails fast instead of filling
+/// memory.
+pub const MAX_FILE_BYTES: u64 = 16 << 20;
+
+/// Reads a file to a string, mapping failures to [`ErrorKind::Io`] and refusing files over
+/// [`MAX_FILE_BYTES`] (read bounded, so an endless file is refused too).
 pub(crate) fn read(path: &Path) -> Result<String, Error> {
-    std::fs::read_to_string(path).map_err(|e| Error::new(path, None, ErrorKind::Io(e)))
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_string(&mut text))
+        .map_err(|e| Error::new(path, None, ErrorKind::Io(e)))?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        let limit = format!("at most {} MiB", MAX_FILE_BYTES >> 20);
+        return Err(Error::invalid(path, None, "the file's size", limit));
+    }
+    Ok(text)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_endless_file_is_refused_not_read_into_memory() {
+        let e = read(Path::new("/dev/zero")).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::Invalid { .. }), "{e}");
+        assert!(e.to_string().contains("16 MiB"), "{e}");
+    }
 
     #[test]
     fn display_names_file_line_and_expectation() {

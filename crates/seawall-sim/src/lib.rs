@@ -48,13 +48,29 @@ pub fn load(name_or_path: &str, sets: &[String]) -> Result<Scenario, Error> {
     Scenario::parse(&file, &text, sets)
 }
 
+/// The largest scenario file read, 1 MiB (the catalog's largest is a few KiB): a path naming a
+/// huge or endless file (`/dev/zero`) is refused instead of read into memory.
+const MAX_SCENARIO_BYTES: u64 = 1 << 20;
+
+fn read_bounded(path: &std::path::Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)?.take(MAX_SCENARIO_BYTES + 1).read_to_string(&mut text)?;
+    Ok(text)
+}
+
 /// A scenario's file name (for errors) and TOML text, by catalog name or file path.
 pub(crate) fn source(name_or_path: &str) -> Result<(String, String), Error> {
     if let Some(e) = catalog::get(name_or_path) {
         return Ok((format!("{}.toml", e.name), e.text.to_string()));
     }
     let path = std::path::Path::new(name_or_path);
-    match std::fs::read_to_string(path) {
+    match read_bounded(path) {
+        Ok(text) if text.len() as u64 > MAX_SCENARIO_BYTES => Err(Error::Parse {
+            file: name_or_path.into(),
+            line: None,
+            message: format!("larger than {} MiB; not a scenario", MAX_SCENARIO_BYTES >> 20),
+        }),
         Ok(text) => Ok((name_or_path.to_string(), text)),
         Err(_) if !name_or_path.ends_with(".toml") && !path.exists() => {
             Err(Error::UnknownScenario { name: name_or_path.into(), known: catalog::names() })

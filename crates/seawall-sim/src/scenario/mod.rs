@@ -110,7 +110,10 @@ impl Scenario {
 }
 
 fn parse_error(file: &str, text: &str, e: &toml::de::Error) -> Error {
-    let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+    // Counted in bytes: a span that is not on a character boundary cannot panic here.
+    let line = e.span().map(|s| {
+        text.as_bytes()[..s.start.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
+    });
     Error::Parse { file: file.to_string(), line, message: e.message().trim().to_string() }
 }
 
@@ -130,6 +133,19 @@ name = "db"
 workers = 2
 service = { mean_ms = 5 }
 "#;
+
+    #[test]
+    fn an_endless_scenario_file_is_refused() {
+        let e = crate::load("/dev/zero", &[]).unwrap_err().to_string();
+        assert!(e.contains("larger than 1 MiB"), "{e}");
+    }
+
+    #[test]
+    fn a_syntax_error_after_multibyte_text_names_its_line() {
+        let text = format!("{MINI}# é → ü\n[edge\n");
+        let e = Scenario::parse("m.toml", &text, &[]).unwrap_err();
+        assert!(matches!(e, Error::Parse { line: Some(l), .. } if l > 10), "{e:?}");
+    }
 
     #[test]
     fn a_minimal_file_loads() {
