@@ -155,6 +155,18 @@ impl PostgresStore {
         }
         Err(StoreError::Corrupt)
     }
+
+    /// Runs a statement that takes only the key and the fingerprint (`abandon`, `release`).
+    async fn execute_keyed(
+        &self,
+        sql: &str,
+        key: &StoreKey,
+        fp: &Fingerprint,
+    ) -> Result<(), StoreError> {
+        let client = self.pool.get().await.map_err(backend)?;
+        client.execute(sql, &[&key.scope, &key.key, &fp.as_slice()]).await.map_err(backend)?;
+        Ok(())
+    }
 }
 
 impl IdempotencyStore for PostgresStore {
@@ -190,14 +202,7 @@ impl IdempotencyStore for PostgresStore {
         key: &'a StoreKey,
         fp: &'a Fingerprint,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            let client = self.pool.get().await.map_err(backend)?;
-            client
-                .execute(self.sql_abandon.as_str(), &[&key.scope, &key.key, &fp.as_slice()])
-                .await
-                .map_err(backend)?;
-            Ok(())
-        })
+        Box::pin(self.execute_keyed(&self.sql_abandon, key, fp))
     }
 
     fn release<'a>(
@@ -205,13 +210,6 @@ impl IdempotencyStore for PostgresStore {
         key: &'a StoreKey,
         fp: &'a Fingerprint,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            let client = self.pool.get().await.map_err(backend)?;
-            client
-                .execute(self.sql_release.as_str(), &[&key.scope, &key.key, &fp.as_slice()])
-                .await
-                .map_err(backend)?;
-            Ok(())
-        })
+        Box::pin(self.execute_keyed(&self.sql_release, key, fp))
     }
 }

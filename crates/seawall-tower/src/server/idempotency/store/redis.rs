@@ -113,6 +113,23 @@ impl RedisStore {
         format!("{}{}:{}", self.prefix, key.scope, key.key)
     }
 
+    /// Runs a script that takes only the key and the fingerprint (`abandon`, `release`).
+    async fn run_keyed(
+        &self,
+        script: &Script,
+        key: &StoreKey,
+        fp: &Fingerprint,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.conn.clone();
+        let _: i64 = script
+            .key(self.redis_key(key))
+            .arg(fp.as_slice())
+            .invoke_async(&mut conn)
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
     async fn begin_impl(
         &self,
         key: &StoreKey,
@@ -188,17 +205,7 @@ impl IdempotencyStore for RedisStore {
         key: &'a StoreKey,
         fp: &'a Fingerprint,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            let mut conn = self.conn.clone();
-            let _: i64 = self
-                .abandon
-                .key(self.redis_key(key))
-                .arg(fp.as_slice())
-                .invoke_async(&mut conn)
-                .await
-                .map_err(backend)?;
-            Ok(())
-        })
+        Box::pin(self.run_keyed(&self.abandon, key, fp))
     }
 
     fn release<'a>(
@@ -206,16 +213,6 @@ impl IdempotencyStore for RedisStore {
         key: &'a StoreKey,
         fp: &'a Fingerprint,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            let mut conn = self.conn.clone();
-            let _: i64 = self
-                .release
-                .key(self.redis_key(key))
-                .arg(fp.as_slice())
-                .invoke_async(&mut conn)
-                .await
-                .map_err(backend)?;
-            Ok(())
-        })
+        Box::pin(self.run_keyed(&self.release, key, fp))
     }
 }
