@@ -1,0 +1,60 @@
+//! Deadlines that propagate by themselves: the deadline of the request a task is serving,
+//! readable by every outgoing call the task makes.
+//!
+//! While [`DeadlineLayer`](crate::server::DeadlineLayer) runs a handler, the handler's future
+//! runs inside [`scope`] with the request's deadline. The client layers (`RetryLayer`,
+//! `FailFastLayer`, the reqwest middleware, the gRPC layer) read [`current`] when the outgoing
+//! request carries no [`RequestDeadline`](crate::wire::RequestDeadline) of its own, so a handler
+//! never copies the deadline by hand and the time left shrinks hop by hop.
+//!
+//! The scope is a tokio task-local: it follows the handler's future, not its thread. Work moved to
+//! another task (`tokio::spawn`) leaves the scope; wrap that future in [`scope`] with
+//! [`current`]'s value to carry the deadline along.
+//!
+//! The deadline is an instant of the server layer's clock; client layers compare it with theirs,
+//! so build both on the same clock (both default to `SystemClock`).
+
+use std::future::Future;
+
+use seawall::deadline::Deadline;
+
+tokio::task_local! {
+    static DEADLINE: Deadline;
+}
+
+/// The future [`scope`] returns: `F`, polled with the deadline in scope.
+pub type Scoped<F> = tokio::task::futures::TaskLocalFuture<Deadline, F>;
+
+/// Runs `fut` with `deadline` as the deadline of outgoing calls it makes (see the
+/// [module docs](self)). An inner scope replaces an outer one for its own future.
+pub fn scope<F: Future>(deadline: Deadline, fut: F) -> Scoped<F> {
+    DEADLINE.scope(deadline, fut)
+}
+
+/// Runs `f` with `deadline` in scope, synchronously (for code that builds requests outside a
+/// future, such as a `Service::call`).
+pub fn sync_scope<R>(deadline: Deadline, f: impl FnOnce() -> R) -> R {
+    DEADLINE.sync_scope(deadline, f)
+}
+
+/// The deadline in scope, if the current task is serving a request with one.
+pub fn current() -> Option<Deadline> {
+    DEADLINE.try_with(|d| *d).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use seawall::time::Instant;
+    use std::time::Duration;
+
+    #[test]
+    fn scope_is_visible_inside_and_gone_outside() {
+        let d = Deadline::after(Instant::ZERO, Duration::from_millis(250));
+        assert_eq!(current(), None);
+        assert_eq!(sync_scope(d, current), Some(d));
+        let inner = Deadline::after(Instant::ZERO, Duration::from_millis(10));
+        assert_eq!(sync_scope(d, || sync_scope(inner, current)), Some(inner));
+        assert_eq!(current(), None);
+    }
+}
