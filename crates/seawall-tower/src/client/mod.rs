@@ -49,6 +49,8 @@ mod timer;
 pub mod fleet;
 #[cfg(feature = "grpc")]
 pub mod grpc;
+#[cfg(feature = "reqwest-middleware")]
+pub mod middleware;
 #[cfg(feature = "otel")]
 pub mod otel;
 #[cfg(feature = "reqwest")]
