@@ -174,37 +174,20 @@ async fn a_post_is_retried_only_with_an_idempotency_key_and_its_body_is_replayed
 async fn a_streamed_response_is_handed_over_before_its_body_is_sent() {
     // The body's first chunk is sent at once; the rest only when the test releases it, after
     // `send()` has returned. A middleware that read the body before returning would wait for
-    // the release forever (bounded below by a timeout).
-    let release = Arc::new(tokio::sync::Notify::new());
-    let r = release.clone();
-    let router = axum::Router::new().route(
-        "/",
-        any(move || {
-            let r = r.clone();
-            async move {
-                let (tx, rx) = tokio::sync::mpsc::channel(2);
-                tokio::spawn(async move {
-                    tx.send(Bytes::from_static(b"first;")).await.unwrap();
-                    r.notified().await;
-                    tx.send(Bytes::from_static(b"rest")).await.unwrap();
-                });
-                axum::body::Body::new(ChannelBody(rx))
-            }
-        }),
-    );
-    let addr = serve(router).await;
+    // the release until the bound below.
+    let (release, addr) = held_stream_server();
     let client = client(RetryMiddleware::new());
 
-    const BOUND: Duration = Duration::from_secs(10);
-    let bounded = |f| tokio::time::timeout(BOUND, f);
-    let mut resp = bounded(client.get(format!("http://{addr}/")).send())
+    let mut resp = tokio::time::timeout(BOUND, client.get(format!("http://{addr}/")).send())
         .await
         .expect("send() returned only after the whole body: the response was buffered")
         .unwrap();
     assert_eq!(resp.status(), 200);
+    // reqwest's own response, not one rebuilt from parts (which would lose the URL).
+    assert_eq!(resp.url().as_str(), format!("http://{addr}/"));
     let first = tokio::time::timeout(BOUND, resp.chunk()).await.unwrap().unwrap().unwrap();
     assert_eq!(first, "first;");
-    release.notify_one();
+    release.send(()).unwrap();
     let mut rest = Vec::new();
     while let Some(c) = tokio::time::timeout(BOUND, resp.chunk()).await.unwrap().unwrap() {
         rest.extend_from_slice(&c);
@@ -212,20 +195,34 @@ async fn a_streamed_response_is_handed_over_before_its_body_is_sent() {
     assert_eq!(rest, b"rest");
 }
 
-/// A response body fed by a channel: each message is a data frame, the end of the channel the
-/// end of the body.
-struct ChannelBody(tokio::sync::mpsc::Receiver<Bytes>);
+/// How long the streaming test waits for anything.
+const BOUND: Duration = Duration::from_secs(10);
 
-impl http_body::Body for ChannelBody {
-    type Data = Bytes;
-    type Error = std::convert::Infallible;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
-        self.0.poll_recv(cx).map(|c| c.map(|b| Ok(http_body::Frame::data(b))))
-    }
+/// One connection on a loopback listener (a plain thread), answered with a chunked body whose
+/// first chunk is sent at once and the rest once the returned sender is signalled (or after
+/// [`BOUND`]).
+fn held_stream_server() -> (std::sync::mpsc::Sender<()>, std::net::SocketAddr) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let (mut sock, _) = listener.accept().unwrap();
+        sock.set_read_timeout(Some(BOUND)).unwrap();
+        let mut head = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            match sock.read(&mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => head.extend_from_slice(&buf[..n]),
+            }
+        }
+        let first = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n6\r\nfirst;\r\n";
+        sock.write_all(first).unwrap();
+        let _ = rx.recv_timeout(BOUND);
+        let _ = sock.write_all(b"4\r\nrest\r\n0\r\n\r\n");
+    });
+    (tx, addr)
 }
 
 #[tokio::test]
