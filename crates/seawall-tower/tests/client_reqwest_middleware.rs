@@ -202,20 +202,15 @@ const BOUND: Duration = Duration::from_secs(10);
 /// first chunk is sent at once and the rest once the returned sender is signalled (or after
 /// [`BOUND`]).
 fn held_stream_server() -> (std::sync::mpsc::Sender<()>, std::net::SocketAddr) {
-    use std::io::{Read, Write};
+    use std::io::Write;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let (mut sock, _) = listener.accept().unwrap();
         sock.set_read_timeout(Some(BOUND)).unwrap();
-        let mut head = Vec::new();
-        let mut buf = [0u8; 1024];
-        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-            match sock.read(&mut buf) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => head.extend_from_slice(&buf[..n]),
-            }
+        if !common_client::read_head(&mut sock) {
+            return;
         }
         let first = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n6\r\nfirst;\r\n";
         sock.write_all(first).unwrap();
