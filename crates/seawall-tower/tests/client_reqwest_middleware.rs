@@ -2,8 +2,9 @@
 //! `reqwest_middleware::ClientBuilder`, against an axum server on 127.0.0.1: `Retry-After` is
 //! honoured (virtual time), a POST is retried only with an `Idempotency-Key` (its body replayed
 //! by `try_clone`; a streamed body sent once), a streamed response is handed over before its body
-//! has been sent, deadlines come from the request, the serving task or the default, and a
-//! connect failure ends in a `GaveUpError`.
+//! has been sent, stamped keys make a POST retryable, the budget stops retries, deadlines come
+//! from the request, the serving task or the default, and a connect failure ends in a
+//! `GaveUpError`.
 //!
 //! Paused-clock tests keep the connection pool off (`pool_max_idle_per_host(0)`) and set no
 //! timeout, so no timer is pending while a request is on the wire: a paused runtime then only
@@ -22,8 +23,9 @@ use bytes::Bytes;
 use common_client::{reply, serve};
 use prometheus_client::registry::Registry;
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
+use seawall::budget::{AnyBudget, GrpcThrottle};
 use seawall::deadline::Deadline;
-use seawall::policy::GiveUpReason;
+use seawall::policy::{GiveUpReason, PolicyConfig, RetryPolicy};
 use seawall::time::{Clock, ManualClock};
 use seawall_tower::client::middleware::{GaveUp, RetryMiddleware, gave_up};
 use seawall_tower::client::{ClientMetrics, metrics_text};
@@ -168,6 +170,46 @@ async fn a_post_is_retried_only_with_an_idempotency_key_and_its_body_is_replayed
     assert_eq!((g.reason(), g.attempts()), (GiveUpReason::NotReplayable, 1));
     assert_eq!(attempts(&seen), 4);
     assert_eq!(seen.lock().unwrap()[3].2, "order-3");
+}
+
+#[tokio::test(start_paused = true)]
+async fn stamped_keys_make_a_post_retryable_with_one_key_for_the_call() {
+    let (addr, seen) = recording(|n| match n {
+        1 => reply(503, &[("retry-pushback-ms", "10".into())]),
+        _ => reply(201, &[]),
+    })
+    .await;
+    let client = client(RetryMiddleware::new().with_clock(TokioClock).with_idempotency_keys(true));
+
+    let resp = client.post(format!("http://{addr}/")).body("x").send().await.unwrap();
+    assert_eq!(resp.status(), 201);
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    let key = seen[0].1["idempotency-key"].to_str().unwrap();
+    assert_eq!(key.len(), 36, "a UUID: {key}");
+    assert_eq!(seen[1].1["idempotency-key"], key, "the same key on the retry");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_budget_stops_retries_and_says_overloaded() {
+    let (addr, seen) = recording(|_| reply(503, &[("retry-pushback-ms", "10".into())])).await;
+    // 4 tokens: retries are allowed while more than 2 are left; each failure takes one.
+    let budget = AnyBudget::Grpc(GrpcThrottle::new(4, 0.1).unwrap());
+    let policy = RetryPolicy::new(PolicyConfig::default(), budget);
+    let client = client(RetryMiddleware::from_policy(policy).with_clock(TokioClock));
+    let url = format!("http://{addr}/");
+
+    let mut ends = Vec::new();
+    for _ in 0..3 {
+        let resp = client.get(&url).send().await.unwrap();
+        assert_eq!(resp.status(), 503);
+        let g = *GaveUp::of(&resp).unwrap();
+        ends.push((g.reason(), g.attempts(), g.is_overloaded()));
+    }
+    use GiveUpReason::BudgetExhausted as B;
+    // 4 → 3 (retry) → 2: no more retries, then one attempt per call.
+    assert_eq!(ends, [(B, 2, true), (B, 1, true), (B, 1, true)]);
+    assert_eq!(attempts(&seen), 4);
 }
 
 #[tokio::test]
