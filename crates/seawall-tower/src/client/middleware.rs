@@ -17,23 +17,34 @@
 //!
 //! # Adopting it: the lines, side by side with reqwest-retry's
 //!
-//! reqwest-retry (from its README):
+//! On an existing `reqwest::Client`, the lines that differ (reqwest-retry's from its crate
+//! documentation, <https://docs.rs/reqwest-retry/0.9>):
+//!
+//! | | reqwest-retry 0.9 | seawall |
+//! |---|---|---|
+//! | import | `use reqwest_retry::{RetryTransientMiddleware, policies::ExponentialBackoff};` | `use seawall_tower::client::middleware::RetryMiddleware;` |
+//! | policy | `let retry_policy = ExponentialBackoff::builder().build_with_max_retries(3);` | none: the defaults are safe untuned (3 attempts, a budget, full jitter) |
+//! | attach | `.with(RetryTransientMiddleware::new_with_policy(retry_policy))` | `.with(RetryMiddleware::new())` |
+//!
+//! Whole, both on reqwest-middleware's `ClientBuilder`:
 //!
 //! ```ignore
+//! // reqwest-retry
 //! let retry_policy = ExponentialBackoff::builder().build_with_max_retries(3);
 //! let client = ClientBuilder::new(reqwest::Client::new())
 //!     .with(RetryTransientMiddleware::new_with_policy(retry_policy))
 //!     .build();
 //! ```
 //!
-//! seawall:
-//!
 //! ```
-//! # use seawall_tower::client::middleware::RetryMiddleware;
-//! # let reqwest_client = reqwest::Client::new();
-//! let client = reqwest_middleware::ClientBuilder::new(reqwest_client)
+//! // seawall
+//! use reqwest_middleware::ClientBuilder;
+//! use seawall_tower::client::middleware::RetryMiddleware;
+//!
+//! let client = ClientBuilder::new(reqwest::Client::new())
 //!     .with(RetryMiddleware::new())
 //!     .build();
+//! # let _ = client;
 //! ```
 //!
 //! Calls are unchanged: `client.get(url).send().await?`, then `.text()`, `.json()` (reqwest's
