@@ -87,6 +87,9 @@
 //! it sees each attempt. Each attempt is passed a copy of the call's extensions, and the
 //! extensions of the attempt whose response is returned are merged back into them.
 //!
+//! In application state the client is reqwest-middleware's `ClientWithMiddleware`: the
+//! middleware's type does not show in it.
+//!
 //! ```
 //! use reqwest_middleware::ClientWithMiddleware;
 //! use seawall_tower::client::middleware::RetryMiddleware;
@@ -124,10 +127,6 @@ use crate::client::retry::RetryFuture;
 use crate::client::{GaveUpError, LastOutcome, ReplayBody};
 use crate::propagate;
 use crate::wire::RequestDeadline;
-
-/// reqwest-middleware's client, for keeping one in application state (the middleware is inside;
-/// its type does not show).
-pub type MiddlewareClient = reqwest_middleware::ClientWithMiddleware;
 
 /// The core [`RetryPolicy`] as a reqwest-middleware `Middleware` (see the [module docs](self)).
 ///
