@@ -48,7 +48,8 @@
 //! ```
 //!
 //! Calls are unchanged: `client.get(url).send().await?`, then `.text()`, `.json()` (reqwest's
-//! `json` feature), `.chunk()` or `.bytes_stream()` on the response as before.
+//! `json` feature), `.chunk()` or `.bytes_stream()` (its `stream` feature) on the response as
+//! before.
 //!
 //! What differs from reqwest-retry, on purpose:
 //! - **a budget**: retries stop by themselves when the dependency is sick (reqwest-retry retries
@@ -58,7 +59,7 @@
 //!   was refused and the server never saw it; reqwest-retry retries them like a GET;
 //! - **server hints**: `Retry-After` (seconds or an HTTP date) and `Retry-Pushback-Ms` set the
 //!   least wait, and a negative pushback stops the retries; 500 is not retried, 408, 429 and
-//!   502–504 are;
+//!   502–504 are (reqwest-retry 0.9 reads neither header and retries every 5xx);
 //! - **bodies that cannot be cloned are sent once** (a stream: `Request::try_clone` is `None`),
 //!   where reqwest-retry fails the request before sending it;
 //! - **the deadline**: a call never waits past it, and each attempt is cut off at the time left.
