@@ -125,19 +125,14 @@ async fn a_refused_connection_is_found_in_the_chain_and_retried_even_for_a_post(
 /// One connection on a loopback listener, answered with `body_len` bytes in 1 KiB chunks and no
 /// `Content-Length` (chunked transfer encoding). A plain thread: the test's tokio has no io-util.
 fn chunked_server(body_len: usize) -> std::net::SocketAddr {
-    use std::io::{Read, Write};
+    use std::io::Write;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || {
         let (mut sock, _) = listener.accept().unwrap();
         sock.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
-        let mut head = Vec::new();
-        let mut buf = [0u8; 1024];
-        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-            match sock.read(&mut buf) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => head.extend_from_slice(&buf[..n]),
-            }
+        if !common_client::read_head(&mut sock) {
+            return;
         }
         let mut out = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n".to_vec();
         for chunk in vec![b'x'; body_len].chunks(1024) {

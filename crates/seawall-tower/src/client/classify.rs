@@ -171,21 +171,23 @@ pub(crate) fn classify_error(err: &(dyn StdError + 'static)) -> Class {
     #[cfg(feature = "reqwest")]
     if let Some(e) = err.downcast_ref::<crate::client::reqwest::ReqwestError>() {
         use crate::client::reqwest::ReqwestError;
-        match e {
+        let class = match e {
             // Nothing was sent, and resending cannot change the outcome.
-            ReqwestError::Request(_) | ReqwestError::BodyTooLarge { .. } => {
-                return Class::NeverRetry;
-            }
-            // Connecting failed (refused, DNS, the TCP or TLS handshake): the request never
-            // reached a server, so resending it is safe even for a POST.
-            ReqwestError::Send(r) if r.is_connect() => {
-                return Class::Retryable(Transient::ConnectRefused);
-            }
-            // A timeout set on the reqwest client.
-            ReqwestError::Send(r) | ReqwestError::Body(r) if r.is_timeout() => {
-                return Class::Retryable(Transient::Timeout);
-            }
-            _ => {}
+            ReqwestError::Request(_) | ReqwestError::BodyTooLarge { .. } => Some(Class::NeverRetry),
+            ReqwestError::Send(r) | ReqwestError::Body(r) => classify_reqwest(r),
+        };
+        if let Some(class) = class {
+            return class;
+        }
+    }
+    // The reqwest middleware's transport errors (feature `reqwest-middleware`).
+    #[cfg(feature = "reqwest-middleware")]
+    if let Some(reqwest_middleware::Error::Reqwest(r)) = err.downcast_ref() {
+        if r.is_builder() {
+            return Class::NeverRetry; // an unusable request: nothing was sent
+        }
+        if let Some(class) = classify_reqwest(r) {
+            return class;
         }
     }
     let mut cur: Option<&(dyn StdError + 'static)> = Some(err);
@@ -198,6 +200,22 @@ pub(crate) fn classify_error(err: &(dyn StdError + 'static)) -> Class {
         cur = e.source();
     }
     Class::Retryable(Transient::Connection)
+}
+
+/// What reqwest's own error says about an attempt, where it says something the source chain
+/// does not.
+#[cfg(feature = "reqwest")]
+fn classify_reqwest(r: &reqwest::Error) -> Option<Class> {
+    if r.is_connect() {
+        // Connecting failed (refused, DNS, the TCP or TLS handshake): the request never
+        // reached a server, so resending it is safe even for a POST.
+        Some(Class::Retryable(Transient::ConnectRefused))
+    } else if r.is_timeout() {
+        // A timeout set on the reqwest client or request.
+        Some(Class::Retryable(Transient::Timeout))
+    } else {
+        None
+    }
 }
 
 #[cfg(test)]

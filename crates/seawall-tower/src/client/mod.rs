@@ -24,6 +24,10 @@
 //! `reqwest::ReqwestService` with the `reqwest` feature; see `examples/reqwest_client.rs`), axum's
 //! outbound calls, tonic channels.
 //!
+//! reqwest users who keep reqwest's API (`client.get(url).send()`, streamed responses) add the
+//! same policy as a reqwest-middleware middleware instead: `middleware::RetryMiddleware` (feature
+//! `reqwest-middleware`; see `examples/reqwest_middleware.rs`).
+//!
 //! Runtime control — the kill switch and the staged ramp of [`seawall::control`] — is shared
 //! through the policy's `Arc<Control>`; [`admin_response`] serves it over HTTP and, with the
 //! `redis-control` feature, `fleet` switches a whole fleet at once. Metrics:
@@ -49,6 +53,8 @@ mod timer;
 pub mod fleet;
 #[cfg(feature = "grpc")]
 pub mod grpc;
+#[cfg(feature = "reqwest-middleware")]
+pub mod middleware;
 #[cfg(feature = "otel")]
 pub mod otel;
 #[cfg(feature = "reqwest")]

@@ -20,6 +20,10 @@
 //! layers a service that answers with a streaming body: a failure while it streams is then the
 //! caller's to handle, after the layer has returned).
 //!
+//! To keep reqwest's own API (`client.get(url).send()`, `.json()`, streamed bodies) instead,
+//! use the same policy as a reqwest-middleware middleware: `client::middleware::RetryMiddleware`
+//! (feature `reqwest-middleware`), which buffers nothing.
+//!
 //! # How errors are classified
 //!
 //! The layers recognise [`ReqwestError`]:
@@ -36,16 +40,24 @@
 //! [`source`](std::error::Error::source), and reqwest keeps hyper's and the operating system's
 //! below it.
 //!
+//! Stored in application state, the stack is a [`RetryingReqwest`]:
+//!
 //! ```no_run
 //! use bytes::Bytes;
 //! use seawall_tower::client::RetryLayer;
-//! use seawall_tower::client::reqwest::ReqwestService;
+//! use seawall_tower::client::reqwest::{ReqwestService, RetryingReqwest};
 //! use std::time::Duration;
 //! use tower::{Layer, ServiceExt};
 //!
 //! # async fn run() -> Result<(), seawall_tower::client::BoxError> {
+//! struct AppState {
+//!     orders: RetryingReqwest,
+//! }
+//!
 //! let client = ReqwestService::new(reqwest::Client::new()).with_max_body_size(1 << 20);
-//! let service = RetryLayer::new().with_default_timeout(Duration::from_secs(2)).layer(client);
+//! let orders = RetryLayer::new().with_default_timeout(Duration::from_secs(2)).layer(client);
+//! let state = AppState { orders };
+//! let service = state.orders.clone();
 //! let req = http::Request::get("http://orders.internal/1").body(Bytes::new())?;
 //! let resp = service.oneshot(req).await?;
 //! println!("{} {} bytes", resp.status(), resp.body().len());
@@ -62,6 +74,12 @@ use bytes::{Bytes, BytesMut};
 use http_body::Body as _;
 use http_body_util::BodyExt;
 use tower_service::Service;
+
+/// [`RetryLayer`](crate::client::RetryLayer) over a [`ReqwestService`], as a type to keep in a
+/// struct (the defaults: [`AnyBudget`](seawall::budget::AnyBudget), the
+/// [`SystemClock`](seawall::time::SystemClock)).
+pub type RetryingReqwest<Bu = seawall::budget::AnyBudget, C = seawall::time::SystemClock> =
+    crate::client::Retry<ReqwestService, Bu, C>;
 
 /// The response body cap of a new [`ReqwestService`]: 16 MiB. Large enough for any API
 /// response; small enough that a few hundred concurrent calls cannot exhaust a service's memory.

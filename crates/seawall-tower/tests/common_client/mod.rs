@@ -75,3 +75,18 @@ pub fn timeouts_ms<'a>(requests: impl IntoIterator<Item = &'a http::HeaderMap>) 
         .map(|h| h["request-timeout-ms"].to_str().unwrap().parse().unwrap())
         .collect()
 }
+
+/// Reads an HTTP/1.1 request head off `sock` (for hand-written loopback servers); false if the
+/// peer hung up or the read failed first.
+pub fn read_head(sock: &mut std::net::TcpStream) -> bool {
+    use std::io::Read;
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match sock.read(&mut buf) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    true
+}

@@ -75,15 +75,15 @@ where
     }
 }
 
+// No `Send` or `'static` bounds: the reqwest middleware drives it through a service that
+// borrows the rest of the middleware chain.
 impl<S, B, RB, Bu, C> Future for RetryFuture<S, B, RB, Bu, C>
 where
-    S: Service<Request<B>, Response = Response<RB>> + Send + 'static,
-    S::Future: Send,
+    S: Service<Request<B>, Response = Response<RB>>,
     S::Error: Into<BoxError>,
-    B: ReplayBody + Send + 'static,
-    RB: Send + 'static,
-    Bu: Budget + 'static,
-    C: Clock + 'static,
+    B: ReplayBody,
+    Bu: Budget,
+    C: Clock,
 {
     type Output = Output<RB>;
 
