@@ -158,7 +158,14 @@ pub(super) fn weaknesses(d: Dialect) -> Vec<Weakness> {
     use Signal::*;
     let w = |signal, text| Weakness { signal, text };
     match d {
-        Dialect::Seawall => vec![],
+        Dialect::Seawall => vec![w(
+            None,
+            "dependency: a server counts a request when it answers or rejects it, so the \
+            requests its callers abandon while they wait (the bulk of a storm against a slow or \
+            queueing dependency) are missing from its own count and the storm can look smaller \
+            or end early; `--query dependency=…` on the caller's \
+            seawall_client_attempt_started_total counts them (what `detect --scrape` does)",
+        )],
         Dialect::Grpc => vec![
             w(Some(Overflow), NO_OVERFLOW),
             w(Some(QueueAge), NO_QUEUE),
