@@ -29,21 +29,23 @@ pub(crate) struct Args {
     /// names; `seawall detect --explain --metrics …` prints the queries).
     #[arg(long, value_enum, value_name = "DIALECT", default_value_t = Metrics::Seawall)]
     metrics: Metrics,
-    /// Label matchers of the edge's series (other dialects than seawall), e.g.
-    /// `destination_workload="gateway"`. Default for istio: `destination_workload="edge"`, for
+    /// Label matchers of the edge's series, e.g. `destination_workload="gateway"`. Default for
+    /// seawall: `job="EDGE_JOB"` (--edge-job), for istio: `destination_workload="edge"`, for
     /// otel-http: `job="edge"`.
     #[arg(long, value_name = "MATCHERS", default_value = "")]
     edge: String,
-    /// Label matchers of the dependency's series (other dialects than seawall).
+    /// Label matchers of the dependency's series. Default for seawall: `job="DEPENDENCY_JOB"`
+    /// (--dependency-job).
     #[arg(long, value_name = "MATCHERS", default_value = "")]
     dependency: String,
     /// The rule file a `--format promtool-test` file loads (relative to the test file).
     #[arg(long, value_name = "FILE", default_value = "rules.yml")]
     rule_file: String,
-    /// The Prometheus `job` label of the edge service.
+    /// The Prometheus `job` label of the edge service (seawall, when --edge is not given).
     #[arg(long, value_name = "JOB", default_value = "edge")]
     edge_job: String,
-    /// The Prometheus `job` label of the dependency under watch.
+    /// The Prometheus `job` label of the dependency under watch (seawall, when --dependency is
+    /// not given).
     #[arg(long, value_name = "JOB", default_value = "dependency")]
     dependency_job: String,
     /// The callers' timeout in seconds: queued work older than this is already dead.

@@ -1,11 +1,14 @@
 //! `seawall escape`: the storm runbook as a command — retries off, admission cut, watched ramp.
 
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::bail;
+use seawall_detect::dialect::{QuerySet, Signal};
 use seawall_detect::escape::mesh::{self, MeshStep};
 use seawall_detect::escape::{self, EscapeConfig, Outcome};
+use seawall_detect::prometheus::PromApi;
+use seawall_detect::prometheus::source::PromSource;
 
 use crate::detect::Metrics;
 
@@ -78,6 +81,21 @@ pub(crate) struct Args {
     /// Envoy: an admin listener, e.g. http://127.0.0.1:9901 (repeatable).
     #[arg(long = "envoy-admin", value_name = "URL")]
     envoy_admins: Vec<String>,
+    /// Mesh: a Prometheus server (`http://host:9090`) to watch the edge's goodput through the
+    /// dialect's queries (`seawall detect --explain --metrics …`) while ramping back: wait for
+    /// it to return once retries are off, and set the previous stage again if it falls.
+    /// Without it the ramp goes on time alone.
+    #[arg(long, value_name = "URL")]
+    prometheus: Option<String>,
+    /// Mesh, with --prometheus: label matchers of the edge's series (as for `seawall detect`).
+    #[arg(long, value_name = "MATCHERS", default_value = "")]
+    edge: String,
+    /// Mesh, with --prometheus: label matchers of the dependency's series.
+    #[arg(long, value_name = "MATCHERS", default_value = "")]
+    dependency: String,
+    /// Mesh, with --prometheus: the window of every `rate(…[W])`.
+    #[arg(long, value_name = "DURATION", default_value = "1m")]
+    rate_window: String,
 }
 
 fn seconds(flag: &str, s: f64) -> anyhow::Result<Duration> {
@@ -133,7 +151,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Retries off in the mesh, then the ramp back, one stage per `--hold`.
+/// Retries off in the mesh, then the ramp back, one stage per `--hold`, watched through
+/// Prometheus when `--prometheus` is given.
 fn run_mesh(args: &Args) -> anyhow::Result<ExitCode> {
     let hold = seconds("hold", args.hold)?;
     let (what, plan) = match args.metrics {
@@ -154,43 +173,59 @@ fn run_mesh(args: &Args) -> anyhow::Result<ExitCode> {
             )
         }
     };
+    // The questions are checked even in a dry run: a bad selector is a usage error either way.
+    let source = match &args.prometheus {
+        Some(url) => {
+            let q = QuerySet::new(
+                args.metrics.dialect(),
+                &args.edge,
+                &args.dependency,
+                &args.rate_window,
+            )?;
+            Some(PromSource::new(PromApi::new(url, Duration::from_secs(5))?, q))
+        }
+        None => None,
+    };
+    let interval = seconds("interval", args.interval)?.max(Duration::from_millis(10));
+    let mut goodput = || -> Result<f64, String> {
+        let Some(src) = &source else { return Err("no --prometheus".into()) };
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+        let p = src.at(now, now).map_err(|e| e.to_string())?;
+        if !p.problems.is_empty() {
+            let why: Vec<String> = p.problems.iter().map(ToString::to_string).collect();
+            return Err(why.join("; "));
+        }
+        // No edge traffic: nothing is failing (as the seawall watch reads it).
+        let e = p.sample.edge_rps;
+        Ok(if e > 0.0 { p.sample.goodput_rps / e } else { 1.0 })
+    };
+    let max_wait = seconds("max-wait", args.max_wait)?;
+    let watch =
+        source.as_ref().map(|_| mesh::RampWatch { goodput: &mut goodput, interval, max_wait });
     let mode = if args.apply { "APPLY" } else { "DRY RUN (add --apply to act)" };
     println!("seawall escape ({}) — {mode}", args.metrics.dialect().as_str());
-    let all: Vec<&MeshStep> = plan.iter().flatten().collect();
-    let mut done = 0usize;
-    for (i, stage) in plan.iter().enumerate() {
-        let title = if i == 0 {
-            format!("step 1: retries off ({what})")
-        } else {
-            format!(
-                "step {}: ramp back, stage {i} of {}; hold {:.0} s and watch `seawall detect`",
-                i + 1,
-                plan.len() - 1,
-                hold.as_secs_f64()
-            )
-        };
-        println!("{title}");
-        for step in stage {
-            println!("  {step}");
-            if !args.apply {
-                continue;
-            }
-            if let Err(e) = mesh::apply(step) {
-                println!("  FAILED: {e}");
-                println!("not done (what would have been done):");
-                for rest in &all[done..] {
-                    println!("  {rest}");
-                }
-                bail!("the mesh could not be changed: {e}");
-            }
-            done += 1;
-        }
-        if args.apply && i + 1 < plan.len() {
-            std::thread::sleep(hold);
-        }
+    if let (false, Some(src)) = (args.apply, &source) {
+        println!(
+            "would watch the edge's goodput share through {}: ({}) / ({})",
+            src.api().url(),
+            src.queries().query(Signal::Goodput).unwrap_or("?"),
+            src.queries().query(Signal::Edge).unwrap_or("?")
+        );
     }
-    if !args.apply {
-        println!("dry run: nothing was changed");
-    }
-    Ok(ExitCode::SUCCESS)
+    let outcome = mesh::run_plan(
+        &plan,
+        &what,
+        hold,
+        args.apply,
+        &mut |step: &MeshStep| mesh::apply(step),
+        watch,
+        &mut |d| std::thread::sleep(d),
+        &mut |line| println!("{line}"),
+    )
+    .map_err(|e| anyhow::anyhow!(e))?;
+    // Exit 1 when the ramp stopped short: the mesh is not back to normal.
+    Ok(match outcome {
+        mesh::MeshOutcome::Stopped { .. } => ExitCode::from(1),
+        _ => ExitCode::SUCCESS,
+    })
 }

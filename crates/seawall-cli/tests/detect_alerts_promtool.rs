@@ -12,6 +12,13 @@ use detect_support::{TempDir, have, seawall, text};
 const CASES: &[(&str, &[&str], &str)] = &[
     ("seawall", &[], "seawall_client_attempt_started_total"),
     ("seawall", &["--edge-job", "gateway", "--dependency-job", "db"], "job=\"db\""),
+    // Selectors apply to seawall's names too: the call path on labels other than `job`.
+    (
+        "seawall",
+        &["--edge", "service=\"gw\",env=\"prod\"", "--dependency", "service=\"db\",env=\"prod\""],
+        "seawall_server_oldest_queued_seconds{service=\"db\",env=\"prod\"}",
+    ),
+    ("seawall", &["--edge", "job=\"gw\"", "--dependency", "job=\"db\""], "job=\"gw\""),
     ("grpc", &[], "grpc_client_attempt_started_total"),
     (
         "grpc",

@@ -129,7 +129,7 @@ fn simulated_scenarios_backfilled_into_prometheus() {
             let mut a = a.to_vec();
             a.extend(["--rate-window", "2s", "--from", &from, "--to", &to]);
             let t = text(&seawall(&a));
-            assert!(t.starts_with("== http://") && t.contains("(seawall)"), "{t}");
+            assert!(t.contains("\n== http://") && t.contains("(seawall)"), "{t}");
             assert!(t.contains("retry_storm") && t.contains("edge flat"), "{t}");
             assert!(t.contains("worst: retry_storm"), "{t}");
         }

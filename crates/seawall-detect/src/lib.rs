@@ -29,7 +29,14 @@
 //! How each dialect is tested against the real thing:
 //!
 //! - **seawall**: a real Prometheus (Debian's `prometheus`) scraping a server whose seawall
-//!   counters follow a storm, a spike and a restart (`seawall-cli/tests/detect_prometheus.rs`).
+//!   counters follow a storm, a spike and a restart (`seawall-cli/tests/detect_prometheus.rs`);
+//!   and a real Prometheus scraping a running `seawall lab` stack (the nodes found through
+//!   file-based discovery from the lab's `nodes.json`), where `detect --prometheus` live and a
+//!   `--last` replay give the verdicts `detect --scrape` gives on the same run: a storm after
+//!   the fault for the baseline, never one for seawall
+//!   (`seawall-cli/tests/detect_lab_prometheus.rs`). There the dependency's rate is given as
+//!   `--query dependency=max(…)` of the dependency's own count and its caller's attempts, as
+//!   `--scrape` reads it: see the seawall dialect's weakness in `--explain`.
 //! - **gRPC**: a real Python `grpcio` client with a retry policy in its service config and
 //!   `grpcio-observability`'s OpenTelemetry plugin, exporting through the OpenTelemetry
 //!   Prometheus exporter to a real Prometheus (`seawall-cli/tests/detect_grpc.rs`). Version 1.85
@@ -38,7 +45,12 @@
 //! - **Envoy, Istio**: neither runs on this machine; their dialects are tested on recorded pages
 //!   in the exact format they export (`tests/recorded/*.prom`, sources cited in each file),
 //!   scraped by a real Prometheus (`seawall-cli/tests/detect_mesh_recorded.rs`).
-//! - **OpenTelemetry HTTP**: queries and alert rules only (promtool unit tests); no live test.
+//! - **OpenTelemetry HTTP**: a Python edge service under OpenTelemetry's WSGI instrumentation
+//!   calling a failing dependency with `requests` (OpenTelemetry's requests instrumentation)
+//!   and retrying 5xx in the application, exported through the OpenTelemetry Prometheus
+//!   exporter to a real Prometheus (`seawall-cli/tests/detect_otel_http.rs`), once with the
+//!   stable HTTP conventions and once with the instrumentations' default, older names (which
+//!   the dialect also reads: see [`dialect`]).
 //!
 //! # Detection delay
 //!
@@ -60,7 +72,20 @@
 //! Live through Prometheus (1 s scrapes, `--rate-window 3s`): the storm of
 //! `detect_prometheus.rs` is called about 1 s after the fault, the gRPC storm of
 //! `detect_grpc.rs` about 1 s after the server starts failing, and the recorded Envoy and Istio
-//! storms 1 s after (figures printed by those tests with `--nocapture`).
+//! storms 1 s after (figures printed by those tests with `--nocapture`). On a running `seawall
+//! lab` baseline (the dependency failing from 12 s), in four runs: `--scrape` −1 to 0.1 s (its
+//! verdicts are stamped at the start of their 1 s interval, which the fault may fall in),
+//! `--prometheus` live 0.6–1.4 s and its `--last` replay 0.8–1.3 s; the OpenTelemetry HTTP
+//! storm 2 s after the dependency starts failing, on both sets of names.
+//!
+//! # Bad input
+//!
+//! Every `detect --prometheus` answer that cannot be trusted exits 2 with a message naming the
+//! problem, never a panic and never a verdict printed as if sure: an HTML page (a login page
+//! in front of Prometheus), a Prometheus error body, a query error, an empty selector match, a
+//! NaN, a body that is not JSON, no server at all (`seawall-cli/tests/detect_prometheus_errors.rs`),
+//! a counter reset inside the window (those intervals are `unsure`, not judged), a query that is
+//! not summed, and a replay of too many points (`seawall-cli/tests/detect_prometheus.rs`).
 #![warn(missing_docs)]
 
 pub mod alerts;

@@ -294,7 +294,7 @@ pub(crate) fn get(addr: &str, path: &str) -> Option<String> {
 pub(crate) struct Prometheus {
     pub(crate) addr: String,
     child: Child,
-    _dir: TempDir,
+    dir: TempDir,
 }
 
 pub(crate) struct TempDir(pub(crate) PathBuf);
@@ -324,9 +324,7 @@ impl Prometheus {
 
     /// [`Prometheus::start`] on `dir/data`, which may already hold blocks (backfilled data).
     pub(crate) fn start_in(dir: TempDir, target: &str, jobs: &[(&str, &str)]) -> Prometheus {
-        let mut cfg = String::from(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n",
-        );
+        let mut cfg = String::new();
         if jobs.is_empty() {
             cfg.push_str("  []\n");
         }
@@ -335,6 +333,43 @@ impl Prometheus {
                 "  - job_name: {job}\n    metrics_path: {path}\n    static_configs:\n      - targets: ['{target}']\n"
             ));
         }
+        Prometheus::start_with(dir, &cfg)
+    }
+
+    /// A Prometheus whose one job (`lab`) takes its targets from `dir/targets.json` (file-based
+    /// service discovery, re-read when the file changes): for targets whose ports are known only
+    /// once they are up. Write that file with [`Prometheus::set_targets`].
+    pub(crate) fn start_file_sd(dir: TempDir) -> Prometheus {
+        let targets = dir.0.join("targets.json");
+        std::fs::write(&targets, "[]").unwrap();
+        let cfg = format!(
+            "  - job_name: lab\n    file_sd_configs:\n      - files: ['{}']\n",
+            targets.display()
+        );
+        Prometheus::start_with(dir, &cfg)
+    }
+
+    /// Replaces the file-discovered targets: `(host:port, labels)` each (written whole, then
+    /// renamed, so Prometheus never reads half of it).
+    pub(crate) fn set_targets(&self, targets: &[(String, Vec<(&str, String)>)]) {
+        let groups: Vec<serde_json::Value> = targets
+            .iter()
+            .map(|(t, labels)| {
+                let l: serde_json::Map<String, serde_json::Value> =
+                    labels.iter().map(|(k, v)| (k.to_string(), v.clone().into())).collect();
+                serde_json::json!({ "targets": [t], "labels": l })
+            })
+            .collect();
+        let tmp = self.dir.0.join("targets.tmp");
+        std::fs::write(&tmp, serde_json::to_string(&groups).unwrap()).unwrap();
+        std::fs::rename(&tmp, self.dir.0.join("targets.json")).unwrap();
+    }
+
+    fn start_with(dir: TempDir, scrape_configs: &str) -> Prometheus {
+        let mut cfg = String::from(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n",
+        );
+        cfg.push_str(scrape_configs);
         let cfg_path = dir.0.join("prometheus.yml");
         std::fs::write(&cfg_path, cfg).unwrap();
         let addr = format!("127.0.0.1:{}", free_port());
@@ -347,7 +382,7 @@ impl Prometheus {
             .stderr(Stdio::null())
             .spawn()
             .expect("start prometheus");
-        let p = Prometheus { addr, child, _dir: dir };
+        let p = Prometheus { addr, child, dir };
         let deadline = Instant::now() + Duration::from_secs(30);
         while get(&p.addr, "/-/ready").is_none() {
             assert!(Instant::now() < deadline, "prometheus not ready within 30 s");

@@ -42,8 +42,8 @@ pub(super) fn panel(
 /// assert!(dash.contains("\"panels\""));
 /// ```
 pub fn grafana_dashboard(c: &AlertConfig) -> String {
-    let rate = |name: &str, job: &str| format!("sum(rate({name}{{job=\"{job}\"}}[1m]))");
-    let e = &c.edge_job;
+    let rate = |name: &str, sel: &str| format!("sum(rate({name}{{{sel}}}[1m]))");
+    let (e, d) = (&c.edge_selector(), &c.dependency_selector());
     let panels = vec![
         panel(
             1,
@@ -67,7 +67,7 @@ pub fn grafana_dashboard(c: &AlertConfig) -> String {
             "reqps",
             0,
             8,
-            &[(c.arrivals(e, ""), "edge"), (c.arrivals(&c.dependency_job, ""), "dependency")],
+            &[(c.arrivals(e, ""), "edge"), (c.arrivals(d, ""), "dependency")],
         ),
         panel(
             4,
@@ -86,7 +86,14 @@ pub fn grafana_dashboard(c: &AlertConfig) -> String {
             "reqps",
             0,
             16,
-            &[(format!("sum by (job) (rate({}[1m]))", names::CLIENT_RETRY_OVERFLOW), "{{job}}")],
+            &[(
+                format!(
+                    "sum by (job) (rate({}{}[1m]))",
+                    names::CLIENT_RETRY_OVERFLOW,
+                    super::rules::braces(&c.edge)
+                ),
+                "{{job}}",
+            )],
         ),
         panel(
             6,
@@ -95,7 +102,14 @@ pub fn grafana_dashboard(c: &AlertConfig) -> String {
             12,
             16,
             &[
-                (format!("max by (job) ({})", names::SERVER_OLDEST_QUEUED), "{{job}}"),
+                (
+                    format!(
+                        "max by (job) ({}{})",
+                        names::SERVER_OLDEST_QUEUED,
+                        super::rules::braces(&c.dependency)
+                    ),
+                    "{{job}}",
+                ),
                 (format!("vector({})", c.caller_timeout_s), "callers' timeout"),
             ],
         ),

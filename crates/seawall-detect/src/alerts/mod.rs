@@ -25,7 +25,11 @@
 //!
 //! Thresholds are the classifier's ([`crate::Thresholds`]): 1.5× attempts, edge "flat" below
 //! 1.3× its level 10 minutes earlier. Services are told apart by the `job` label Prometheus adds
-//! at scrape time; name the edge's and the dependency's jobs in [`AlertConfig`].
+//! at scrape time; name the edge's and the dependency's jobs in [`AlertConfig`], or pick their
+//! series with any label matchers ([`AlertConfig::edge`], [`AlertConfig::dependency`]: the
+//! call-path alerts, the ratio and the queue age, then read those series). Attempts per call and
+//! retry overflow are each client's own, by `job`, for every client on the edge's selector
+//! when one is given (the edge's client layer: the one that owns the retries), else for all.
 
 mod dialect;
 mod grafana;
@@ -56,9 +60,11 @@ pub struct AlertConfig {
     pub edge_flat: f64,
     /// The metric family the rules read (default [`Dialect::Seawall`]).
     pub dialect: Dialect,
-    /// Label matchers of the edge's series for the other dialects (see [`crate::dialect`]).
+    /// Label matchers of the edge's series (see [`crate::dialect`]); for [`Dialect::Seawall`],
+    /// when given, in place of `job="EDGE_JOB"`.
     pub edge: String,
-    /// Label matchers of the dependency's series for the other dialects.
+    /// Label matchers of the dependency's series; for [`Dialect::Seawall`], when given, in
+    /// place of `job="DEPENDENCY_JOB"`.
     pub dependency: String,
 }
 
@@ -79,9 +85,20 @@ impl Default for AlertConfig {
 }
 
 impl AlertConfig {
-    /// Requests arriving at `job` per second (served plus rejected), as PromQL.
-    fn arrivals(&self, job: &str, offset: &str) -> String {
-        let m = |name: &str| format!("sum(rate({name}{{job=\"{job}\"}}[1m]{offset}))");
+    /// The edge's series: [`AlertConfig::edge`] when given, else `job="EDGE_JOB"`.
+    fn edge_selector(&self) -> String {
+        selector_or_job(&self.edge, &self.edge_job)
+    }
+
+    /// The dependency's series: [`AlertConfig::dependency`] when given, else
+    /// `job="DEPENDENCY_JOB"`.
+    fn dependency_selector(&self) -> String {
+        selector_or_job(&self.dependency, &self.dependency_job)
+    }
+
+    /// Requests arriving at the series `sel` picks per second (served plus rejected), as PromQL.
+    fn arrivals(&self, sel: &str, offset: &str) -> String {
+        let m = |name: &str| format!("sum(rate({name}{{{sel}}}[1m]{offset}))");
         format!(
             "({} + ({} or vector(0)))",
             m(crate::names::SERVER_THROUGHPUT),
@@ -93,19 +110,24 @@ impl AlertConfig {
     fn dependency_to_edge(&self, offset: &str) -> String {
         format!(
             "{} / {}",
-            self.arrivals(&self.dependency_job, offset),
-            self.arrivals(&self.edge_job, offset)
+            self.arrivals(&self.dependency_selector(), offset),
+            self.arrivals(&self.edge_selector(), offset)
         )
     }
 
     /// Attempts per logical call by job, as PromQL.
     fn attempts_per_call(&self) -> String {
         format!(
-            "sum by (job) (rate({}[1m])) / sum by (job) (rate({}[1m]))",
+            "sum by (job) (rate({}{sel}[1m])) / sum by (job) (rate({}{sel}[1m]))",
             crate::names::CLIENT_ATTEMPTS,
-            crate::names::CLIENT_CALLS
+            crate::names::CLIENT_CALLS,
+            sel = rules::braces(&self.edge),
         )
     }
+}
+
+fn selector_or_job(sel: &str, job: &str) -> String {
+    if sel.is_empty() { format!("job=\"{job}\"") } else { sel.to_string() }
 }
 
 /// The distinct `seawall_…` metric names a generated text uses (for checking them).

@@ -55,9 +55,7 @@ fn labels(sel: &str, extra: &[(&str, &str)]) -> Result<String, String> {
 fn series(c: &AlertConfig, r: &Rates) -> Result<Vec<(String, String)>, String> {
     let or = |a: &str, b: &str| if a.is_empty() { b.to_string() } else { a.to_string() };
     let (e, d) = match c.dialect {
-        Dialect::Seawall => {
-            (format!("job=\"{}\"", c.edge_job), format!("job=\"{}\"", c.dependency_job))
-        }
+        Dialect::Seawall => (c.edge_selector(), c.dependency_selector()),
         Dialect::Grpc | Dialect::Envoy => (or(&c.edge, &c.dependency), or(&c.dependency, &c.edge)),
         _ => (c.edge.clone(), c.dependency.clone()),
     };
@@ -160,11 +158,15 @@ fn series(c: &AlertConfig, r: &Rates) -> Result<Vec<(String, String)>, String> {
 
 /// The labels (besides severity) and summary an alert fires with in the storm.
 fn expected(c: &AlertConfig, r: &Rule) -> (Option<String>, String) {
+    // The `job` of the series the rule groups `by (job)`: the selector's, or none in it.
+    let job_of = |sel: String| {
+        parse_matchers(&sel).ok()?.into_iter().find(|m| m.name == "job").map(|m| m.value)
+    };
     let job = match (c.dialect, r.name) {
         (Dialect::Seawall, "SeawallRetryAmplification" | "SeawallRetryOverflowRising") => {
-            Some(c.edge_job.clone())
+            job_of(c.edge_selector())
         }
-        (Dialect::Seawall, "SeawallQueueOlderThanCallerTimeout") => Some(c.dependency_job.clone()),
+        (Dialect::Seawall, "SeawallQueueOlderThanCallerTimeout") => job_of(c.dependency_selector()),
         _ => None,
     };
     let summary = r

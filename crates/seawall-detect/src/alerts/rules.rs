@@ -49,8 +49,8 @@ pub(super) fn seawall_rules(c: &AlertConfig) -> Vec<Rule> {
                 now = c.dependency_to_edge(""),
                 before = c.dependency_to_edge(" offset 10m"),
                 amp = c.amplification,
-                edge_now = c.arrivals(&c.edge_job, ""),
-                edge_before = c.arrivals(&c.edge_job, " offset 10m"),
+                edge_now = c.arrivals(&c.edge_selector(), ""),
+                edge_before = c.arrivals(&c.edge_selector(), " offset 10m"),
                 flat = c.edge_flat,
             ),
             hold: "2m",
@@ -58,14 +58,15 @@ pub(super) fn seawall_rules(c: &AlertConfig) -> Vec<Rule> {
             summary: format!(
                 "requests reaching {} per edge request rose {}x in 10 minutes while the edge \
                  stayed flat: a retry storm, not a traffic spike",
-                c.dependency_job, c.amplification
+                dependency_name(c),
+                c.amplification
             ),
         },
         Rule {
             name: "SeawallRetryOverflowRising",
             expr: format!(
                 "sum by (job) (rate({m}[1m])) > 0\nand\nsum by (job) (rate({m}[1m])) > sum by (job) (rate({m}[1m] offset 5m))",
-                m = names::CLIENT_RETRY_OVERFLOW
+                m = format!("{}{}", names::CLIENT_RETRY_OVERFLOW, braces(&c.edge))
             ),
             hold: "2m",
             severity: "ticket",
@@ -76,8 +77,9 @@ pub(super) fn seawall_rules(c: &AlertConfig) -> Vec<Rule> {
         Rule {
             name: "SeawallQueueOlderThanCallerTimeout",
             expr: format!(
-                "max by (job) ({}) > {}",
+                "max by (job) ({}{}) > {}",
                 names::SERVER_OLDEST_QUEUED,
+                braces(&c.dependency),
                 c.caller_timeout_s
             ),
             hold: "1m",
@@ -89,6 +91,16 @@ pub(super) fn seawall_rules(c: &AlertConfig) -> Vec<Rule> {
             ),
         },
     ]
+}
+
+/// `{sel}`, or nothing for no selector.
+pub(super) fn braces(sel: &str) -> String {
+    if sel.is_empty() { String::new() } else { format!("{{{sel}}}") }
+}
+
+/// The dependency as the summaries name it: its selector when given, else its job.
+fn dependency_name(c: &AlertConfig) -> String {
+    if c.dependency.is_empty() { c.dependency_job.clone() } else { c.dependency.clone() }
 }
 
 /// A rule file: `head` (comment lines), one group `group`, the rules.

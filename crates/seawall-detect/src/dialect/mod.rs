@@ -27,6 +27,15 @@
 //! | `istio` | `istio_requests_total{reporter="destination",E}` | the same at `{D}` | edge requests with `response_code=~"[1-4].."` | — | — |
 //! | `otel-http` | `http_server_request_duration_seconds_count{E}` | `http_client_request_duration_seconds_count{D}` | edge requests with `http_response_status_code=~"[1-4].."` | — | — |
 //!
+//! `otel-http` reads the stable names of the OpenTelemetry HTTP semantic conventions
+//! (`http.server.request.duration`, `http.client.request.duration`, in seconds:
+//! <https://opentelemetry.io/docs/specs/semconv/http/http-metrics/>), or else, per signal, the
+//! experimental names that instrumentations still emit by default until
+//! `OTEL_SEMCONV_STABILITY_OPT_IN=http` (`http.server.duration`, `http.client.duration`, in
+//! milliseconds, status in `http_status_code`; OpenTelemetry Python's
+//! `opentelemetry-instrumentation-wsgi` and `-requests` 0.66b2 among them), so a service halfway
+//! through the migration is read either way, never twice.
+//!
 //! Every counter is read as `sum(rate(…[W]))`; a counter reset inside the window (a restarted
 //! process: `resets(…[W]) > 0`) makes that interval's verdict unsure.
 //!

@@ -116,17 +116,34 @@ pub(super) fn build(d: Dialect, e: &str, dep: &str, w: &str) -> (Pairs, Pairs) {
             (q, r)
         }
         Dialect::OtelHttp => {
-            let server = "http_server_request_duration_seconds_count";
-            let client = "http_client_request_duration_seconds_count";
+            // The stable names (HTTP semantic conventions, stable since v1.23), or else the
+            // experimental ones instrumentations still emit by default until
+            // `OTEL_SEMCONV_STABILITY_OPT_IN=http` (OpenTelemetry Python's, for one). Where both
+            // are exported (`http/dup`), `or` keeps the stable series alone: no double count.
+            let server = (
+                "http_server_request_duration_seconds_count",
+                "http_server_duration_milliseconds_count",
+            );
+            let client = (
+                "http_client_request_duration_seconds_count",
+                "http_client_duration_milliseconds_count",
+            );
+            let either = |(new, old): (&str, &str), m: &str, status: Option<&str>| {
+                let with = |label: &str| status.map(|v| format!("{label}=~\"{v}\""));
+                let (sn, so) = (with("http_response_status_code"), with("http_status_code"));
+                let mn: Vec<&str> = [Some(m), sn.as_deref()].into_iter().flatten().collect();
+                let mo: Vec<&str> = [Some(m), so.as_deref()].into_iter().flatten().collect();
+                format!("({} or {})", rate(new, &mn, w), rate(old, &mo, w))
+            };
+            let resets_of = |(new, old): (&str, &str), m: &str| {
+                format!("({} or {})", resets(&[(new, &[m])], w), resets(&[(old, &[m])], w))
+            };
             let q = vec![
-                (Edge, rate(server, &[e], w)),
-                (Dependency, rate(client, &[dep], w)),
-                (Goodput, rate(server, &[e, "http_response_status_code=~\"[1-4]..\""], w)),
+                (Edge, either(server, e, None)),
+                (Dependency, either(client, dep, None)),
+                (Goodput, either(server, e, Some("[1-4].."))),
             ];
-            let r = vec![
-                (Edge, resets(&[(server, &[e])], w)),
-                (Dependency, resets(&[(client, &[dep])], w)),
-            ];
+            let r = vec![(Edge, resets_of(server, e)), (Dependency, resets_of(client, dep))];
             (q, r)
         }
     }
@@ -141,7 +158,14 @@ pub(super) fn weaknesses(d: Dialect) -> Vec<Weakness> {
     use Signal::*;
     let w = |signal, text| Weakness { signal, text };
     match d {
-        Dialect::Seawall => vec![],
+        Dialect::Seawall => vec![w(
+            None,
+            "dependency: a server counts a request when it answers or rejects it, so the \
+            requests its callers abandon while they wait (the bulk of a storm against a slow or \
+            queueing dependency) are missing from its own count and the storm can look smaller \
+            or end early; `--query dependency=…` on the caller's \
+            seawall_client_attempt_started_total counts them (what `detect --scrape` does)",
+        )],
         Dialect::Grpc => vec![
             w(Some(Overflow), NO_OVERFLOW),
             w(Some(QueueAge), NO_QUEUE),

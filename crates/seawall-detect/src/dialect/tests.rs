@@ -65,3 +65,21 @@ fn overrides_replace_and_drop_the_reset_check() {
     assert!(q.override_with("edge").is_err());
     assert!(QuerySet::new(Dialect::Grpc, "", "", "1 minute").is_err());
 }
+
+#[test]
+fn otel_http_reads_the_stable_names_or_else_the_older_ones() {
+    let q = QuerySet::new(Dialect::OtelHttp, r#"job="e""#, r#"job="d""#, "1m").unwrap();
+    assert_eq!(
+        q.query(Signal::Goodput).unwrap(),
+        "(sum(rate(http_server_request_duration_seconds_count{job=\"e\",\
+         http_response_status_code=~\"[1-4]..\"}[1m])) or \
+         sum(rate(http_server_duration_milliseconds_count{job=\"e\",\
+         http_status_code=~\"[1-4]..\"}[1m])))"
+    );
+    let dep = q.query(Signal::Dependency).unwrap();
+    assert!(dep.contains("http_client_request_duration_seconds_count{job=\"d\"}"), "{dep}");
+    assert!(
+        dep.contains(" or sum(rate(http_client_duration_milliseconds_count{job=\"d\"}"),
+        "{dep}"
+    );
+}
