@@ -8,48 +8,16 @@
 use std::convert::Infallible;
 use std::task::{Context, Poll};
 
-use bytes::{Buf, BufMut};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use seawall_tower::client::grpc::{GrpcEvent, GrpcRetryLayer};
-use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::{Status, body::Body};
 use tower::ServiceBuilder;
 
-/// Messages as raw bytes: no protobuf needed for a demo.
-#[derive(Debug, Clone, Copy, Default)]
-struct Raw;
-
-impl Codec for Raw {
-    type Encode = Vec<u8>;
-    type Decode = Vec<u8>;
-    type Encoder = Raw;
-    type Decoder = Raw;
-    fn encoder(&mut self) -> Raw {
-        Raw
-    }
-    fn decoder(&mut self) -> Raw {
-        Raw
-    }
-}
-
-impl Encoder for Raw {
-    type Item = Vec<u8>;
-    type Error = Status;
-    fn encode(&mut self, item: Vec<u8>, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
-        dst.put_slice(&item);
-        Ok(())
-    }
-}
-
-impl Decoder for Raw {
-    type Item = Vec<u8>;
-    type Error = Status;
-    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Vec<u8>>, Status> {
-        Ok(Some(src.copy_to_bytes(src.remaining()).to_vec()))
-    }
-}
+#[path = "support/raw_codec.rs"]
+mod raw_codec;
+use raw_codec::Raw;
 
 /// The unary handler: UNAVAILABLE until the third attempt, then echo.
 #[derive(Debug, Clone, Copy)]

@@ -16,7 +16,7 @@
 //!   method of a service, `{}` for every method of every service; a method without a service is
 //!   refused, and so is a name listed twice (in any method config).
 //! - `retryThrottling.maxTokens` is an integer in (0, 1000] and `tokenRatio` a number in
-//!   [0.001, 1000]: the range [`GrpcThrottle`](crate::budget::GrpcThrottle) accepts.
+//!   [0.001, 1000]: the range [`GrpcThrottle`] accepts.
 //! - Unknown fields are ignored, as gRPC ignores them; keys are matched case-insensitively,
 //!   as grpc-go (Go's `encoding/json`) matches them, since its own retry example writes
 //!   `"MaxAttempts"`.

@@ -129,6 +129,156 @@ where
         };
         classify(answered)
     }
+
+    /// One attempt with the body as it is (no policy, or too large to replay).
+    async fn once(
+        shared: &Shared,
+        mut svc: S,
+        mut parts: Parts,
+        body: Body,
+        deadline: Option<Deadline>,
+        charged: CodeSet,
+    ) -> Result<Resp, BoxError> {
+        let mut left = None;
+        if let Some(d) = deadline {
+            let l = d.remaining(TokioClock.now());
+            if l.is_zero() {
+                return Ok(deadline_exceeded());
+            }
+            let wire = HeaderValue::from_str(&encode_grpc_timeout(l)).expect("ASCII");
+            parts.headers.insert(GRPC_TIMEOUT, wire);
+            left = Some(l);
+        }
+        shared.emit(GrpcEvent::Attempt { previous: 0 });
+        let call = async {
+            std::future::poll_fn(|cx| svc.poll_ready(cx)).await.map_err(Into::into)?;
+            svc.call(Request::from_parts(parts, body)).await.map_err(Into::into)
+        };
+        let answered = match left {
+            None => call.await,
+            Some(l) => match tokio::time::timeout(l, call).await {
+                Ok(r) => r,
+                Err(_) => return Ok(deadline_exceeded()),
+            },
+        };
+        finish(shared, classify(answered), charged)
+    }
+
+    async fn retry(
+        shared: &Shared,
+        attempt: Attempt<S>,
+        policy: &RetryPolicy,
+        throttle: Option<Arc<seawall::budget::GrpcThrottle>>,
+    ) -> Result<Resp, BoxError> {
+        let mut state = RetryState::new();
+        let mut rng = shared.seeds.stream();
+        let throttle = throttle.as_deref();
+        loop {
+            let previous = state.attempts() - 1;
+            shared.emit(GrpcEvent::Attempt { previous });
+            let out = attempt.clone().send(previous).await;
+            let (code, pushback) = match &out {
+                Outcome::Committed(_) => return finish(shared, out, policy.retryable),
+                Outcome::Deadline => return out.into_result(),
+                Outcome::Status(Code::OK, ..) => {
+                    state.on_success(throttle);
+                    return out.into_result();
+                }
+                other => other.code(),
+            };
+            match state.on_failure(policy, code, pushback, throttle, &mut rng) {
+                RetryDecision::Retry { after, .. } => {
+                    let late =
+                        attempt.deadline.is_some_and(|d| d.remaining(TokioClock.now()) <= after);
+                    if late {
+                        shared.emit(GrpcEvent::Stopped { reason: StopReason::Deadline });
+                        return out.into_result();
+                    }
+                    shared.emit(GrpcEvent::Backoff { after });
+                    tokio::time::sleep(after).await;
+                }
+                RetryDecision::Stop(reason) => {
+                    shared.emit(GrpcEvent::Stopped { reason });
+                    return out.into_result();
+                }
+            }
+        }
+    }
+
+    async fn hedge(
+        shared: &Shared,
+        attempt: Attempt<S>,
+        policy: &HedgingPolicy,
+        throttle: Option<Arc<seawall::budget::GrpcThrottle>>,
+    ) -> Result<Resp, BoxError> {
+        let throttle = throttle.as_deref();
+        let mut state = HedgeState::new(policy, TokioClock.now());
+        // Each copy is a task: dropping or aborting the set cancels the losers (their HTTP/2
+        // streams are reset), whichever way this function returns.
+        let mut copies = JoinSet::new();
+        shared.emit(GrpcEvent::Attempt { previous: 0 });
+        copies.spawn(attempt.clone().send(0));
+        let mut last: Option<Outcome> = None;
+        let cancel = |copies: &mut JoinSet<Outcome>| {
+            if !copies.is_empty() {
+                shared.emit(GrpcEvent::Cancelled { copies: copies.len() });
+                copies.abort_all();
+            }
+        };
+        loop {
+            let now = TokioClock.now();
+            let next = state.next_at().map(|at| at.saturating_duration_since(now));
+            let deadline = attempt.deadline.map(|d| d.remaining(now));
+            tokio::select! {
+                biased;
+                joined = copies.join_next(), if !copies.is_empty() => {
+                    let out = match joined.expect("set not empty") {
+                        Ok(out) => out,
+                        Err(e) => Outcome::Failed(Box::new(e)),
+                    };
+                    let (code, pushback) = match &out {
+                        Outcome::Committed(_) => {
+                            cancel(&mut copies);
+                            return finish(shared, out, policy.non_fatal);
+                        }
+                        Outcome::Deadline => {
+                            cancel(&mut copies);
+                            return out.into_result();
+                        }
+                        Outcome::Status(Code::OK, ..) => {
+                            state.on_success(throttle);
+                            cancel(&mut copies);
+                            return out.into_result();
+                        }
+                        other => other.code(),
+                    };
+                    let verdict = state.on_failure(policy, code, pushback, TokioClock.now(), throttle);
+                    if verdict == HedgeVerdict::Fatal {
+                        shared.emit(GrpcEvent::Stopped { reason: StopReason::NotRetryable });
+                        cancel(&mut copies);
+                        return out.into_result();
+                    }
+                    last = Some(out);
+                }
+                () = sleep_or_never(next) => {
+                    if let Some(previous) = state.send_due(policy, TokioClock.now(), throttle) {
+                        shared.emit(GrpcEvent::Attempt { previous });
+                        copies.spawn(attempt.clone().send(previous));
+                    } else if state.next_at().is_none() {
+                        shared.emit(GrpcEvent::Stopped { reason: StopReason::Throttled });
+                    }
+                }
+                () = sleep_or_never(deadline) => {
+                    cancel(&mut copies);
+                    return Ok(deadline_exceeded());
+                }
+            }
+            if copies.is_empty() && state.next_at().is_none() {
+                let out = last.take().expect("a copy has failed");
+                return out.into_result();
+            }
+        }
+    }
 }
 
 fn classify(answered: Result<Resp, BoxError>) -> Outcome {
@@ -173,7 +323,7 @@ where
     let throttle = shared.throttle.clone();
     let Some(policy) = policy else {
         // No policy: one attempt; a success still refills the throttle, failures cost nothing.
-        return once(&shared, svc, parts, body, deadline, CodeSet::EMPTY).await;
+        return Attempt::once(&shared, svc, parts, body, deadline, CodeSet::EMPTY).await;
     };
     let (charged, per_attempt) = match &policy {
         Policy::Retry(p) => (p.retryable, p.per_attempt_recv_timeout),
@@ -184,13 +334,13 @@ where
         Collected::Over(body) => {
             // A6: a message too large to buffer is sent once, committed.
             shared.emit(GrpcEvent::Unbuffered);
-            return once(&shared, svc, parts, body, deadline, charged).await;
+            return Attempt::once(&shared, svc, parts, body, deadline, charged).await;
         }
     };
     let attempt = Attempt { svc, parts, body, deadline, per_attempt };
     match policy {
-        Policy::Retry(p) => retry(&shared, attempt, &p, throttle).await,
-        Policy::Hedging(p) => hedge(&shared, attempt, &p, throttle).await,
+        Policy::Retry(p) => Attempt::retry(&shared, attempt, &p, throttle).await,
+        Policy::Hedging(p) => Attempt::hedge(&shared, attempt, &p, throttle).await,
     }
 }
 
@@ -205,45 +355,6 @@ fn settle(shared: &Shared, code: Code, pushback: Pushback, charged: CodeSet) {
     }
 }
 
-/// One attempt with the body as it is (no policy, or too large to replay).
-async fn once<S>(
-    shared: &Shared,
-    mut svc: S,
-    mut parts: Parts,
-    body: Body,
-    deadline: Option<Deadline>,
-    charged: CodeSet,
-) -> Result<Resp, BoxError>
-where
-    S: Service<Request<Body>, Response = Resp> + Clone + Send + 'static,
-    S::Future: Send,
-    S::Error: Into<BoxError>,
-{
-    let mut left = None;
-    if let Some(d) = deadline {
-        let l = d.remaining(TokioClock.now());
-        if l.is_zero() {
-            return Ok(deadline_exceeded());
-        }
-        let wire = HeaderValue::from_str(&encode_grpc_timeout(l)).expect("ASCII");
-        parts.headers.insert(GRPC_TIMEOUT, wire);
-        left = Some(l);
-    }
-    shared.emit(GrpcEvent::Attempt { previous: 0 });
-    let call = async {
-        std::future::poll_fn(|cx| svc.poll_ready(cx)).await.map_err(Into::into)?;
-        svc.call(Request::from_parts(parts, body)).await.map_err(Into::into)
-    };
-    let answered = match left {
-        None => call.await,
-        Some(l) => match tokio::time::timeout(l, call).await {
-            Ok(r) => r,
-            Err(_) => return Ok(deadline_exceeded()),
-        },
-    };
-    finish(shared, classify(answered), charged)
-}
-
 /// The caller's answer from a final outcome, with the throttle settled.
 fn finish(shared: &Shared, out: Outcome, charged: CodeSet) -> Result<Resp, BoxError> {
     match out {
@@ -253,131 +364,6 @@ fn finish(shared: &Shared, out: Outcome, charged: CodeSet) -> Result<Resp, BoxEr
             Ok(r)
         }
         other => other.into_result(),
-    }
-}
-
-async fn retry<S>(
-    shared: &Shared,
-    attempt: Attempt<S>,
-    policy: &RetryPolicy,
-    throttle: Option<Arc<seawall::budget::GrpcThrottle>>,
-) -> Result<Resp, BoxError>
-where
-    S: Service<Request<Body>, Response = Resp> + Clone + Send + 'static,
-    S::Future: Send,
-    S::Error: Into<BoxError>,
-{
-    let mut state = RetryState::new();
-    let mut rng = shared.seeds.stream();
-    let throttle = throttle.as_deref();
-    loop {
-        let previous = state.attempts() - 1;
-        shared.emit(GrpcEvent::Attempt { previous });
-        let out = attempt.clone().send(previous).await;
-        let (code, pushback) = match &out {
-            Outcome::Committed(_) => return finish(shared, out, policy.retryable),
-            Outcome::Deadline => return out.into_result(),
-            Outcome::Status(Code::OK, ..) => {
-                state.on_success(throttle);
-                return out.into_result();
-            }
-            other => other.code(),
-        };
-        match state.on_failure(policy, code, pushback, throttle, &mut rng) {
-            RetryDecision::Retry { after, .. } => {
-                let late = attempt.deadline.is_some_and(|d| d.remaining(TokioClock.now()) <= after);
-                if late {
-                    shared.emit(GrpcEvent::Stopped { reason: StopReason::Deadline });
-                    return out.into_result();
-                }
-                shared.emit(GrpcEvent::Backoff { after });
-                tokio::time::sleep(after).await;
-            }
-            RetryDecision::Stop(reason) => {
-                shared.emit(GrpcEvent::Stopped { reason });
-                return out.into_result();
-            }
-        }
-    }
-}
-
-async fn hedge<S>(
-    shared: &Shared,
-    attempt: Attempt<S>,
-    policy: &HedgingPolicy,
-    throttle: Option<Arc<seawall::budget::GrpcThrottle>>,
-) -> Result<Resp, BoxError>
-where
-    S: Service<Request<Body>, Response = Resp> + Clone + Send + 'static,
-    S::Future: Send,
-    S::Error: Into<BoxError>,
-{
-    let throttle = throttle.as_deref();
-    let mut state = HedgeState::new(policy, TokioClock.now());
-    // Each copy is a task: dropping or aborting the set cancels the losers (their HTTP/2
-    // streams are reset), whichever way this function returns.
-    let mut copies = JoinSet::new();
-    shared.emit(GrpcEvent::Attempt { previous: 0 });
-    copies.spawn(attempt.clone().send(0));
-    let mut last: Option<Outcome> = None;
-    let cancel = |copies: &mut JoinSet<Outcome>| {
-        if !copies.is_empty() {
-            shared.emit(GrpcEvent::Cancelled { copies: copies.len() });
-            copies.abort_all();
-        }
-    };
-    loop {
-        let now = TokioClock.now();
-        let next = state.next_at().map(|at| at.saturating_duration_since(now));
-        let deadline = attempt.deadline.map(|d| d.remaining(now));
-        tokio::select! {
-            biased;
-            joined = copies.join_next(), if !copies.is_empty() => {
-                let out = match joined.expect("set not empty") {
-                    Ok(out) => out,
-                    Err(e) => Outcome::Failed(Box::new(e)),
-                };
-                let (code, pushback) = match &out {
-                    Outcome::Committed(_) => {
-                        cancel(&mut copies);
-                        return finish(shared, out, policy.non_fatal);
-                    }
-                    Outcome::Deadline => {
-                        cancel(&mut copies);
-                        return out.into_result();
-                    }
-                    Outcome::Status(Code::OK, ..) => {
-                        state.on_success(throttle);
-                        cancel(&mut copies);
-                        return out.into_result();
-                    }
-                    other => other.code(),
-                };
-                let verdict = state.on_failure(policy, code, pushback, TokioClock.now(), throttle);
-                if verdict == HedgeVerdict::Fatal {
-                    shared.emit(GrpcEvent::Stopped { reason: StopReason::NotRetryable });
-                    cancel(&mut copies);
-                    return out.into_result();
-                }
-                last = Some(out);
-            }
-            () = sleep_or_never(next) => {
-                if let Some(previous) = state.send_due(policy, TokioClock.now(), throttle) {
-                    shared.emit(GrpcEvent::Attempt { previous });
-                    copies.spawn(attempt.clone().send(previous));
-                } else if state.next_at().is_none() {
-                    shared.emit(GrpcEvent::Stopped { reason: StopReason::Throttled });
-                }
-            }
-            () = sleep_or_never(deadline) => {
-                cancel(&mut copies);
-                return Ok(deadline_exceeded());
-            }
-        }
-        if copies.is_empty() && state.next_at().is_none() {
-            let out = last.take().expect("a copy has failed");
-            return out.into_result();
-        }
     }
 }
 
