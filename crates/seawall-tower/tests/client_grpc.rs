@@ -61,17 +61,6 @@ async fn call(
     Ok(reply.into_inner())
 }
 
-fn backoffs(events: &Mutex<Vec<GrpcEvent>>) -> Vec<Duration> {
-    let events = events.lock().unwrap();
-    events
-        .iter()
-        .filter_map(|e| match e {
-            GrpcEvent::Backoff { after } => Some(*after),
-            _ => None,
-        })
-        .collect()
-}
-
 /// The claim of issue 19: `UNAVAILABLE` is retried by the method's policy, with no idempotency
 /// key, `grpc-previous-rpc-attempts` on every retry and `grpc-timeout` from the deadline the
 /// task inherited. Breaks if the layer asks for an idempotency key (or HTTP rules), drops the
@@ -172,7 +161,10 @@ async fn pushback_replaces_and_resets_the_backoff() {
     let mut rng = SeedSource::new(SEED).stream();
     let first = backoff_bound(&policy, 1).mul_f64(rng.next_f64());
     let after_reset = backoff_bound(&policy, 1).mul_f64(rng.next_f64());
-    assert_eq!(backoffs(&events), [first, Duration::from_millis(30), after_reset]);
+    assert_eq!(
+        backoffs_in(&events.lock().unwrap()),
+        [first, Duration::from_millis(30), after_reset]
+    );
     assert!(after_reset < Duration::from_millis(20));
     let seen = server.seen.lock().unwrap().clone();
     assert!(seen[2].at - seen[1].at >= Duration::from_millis(30), "the pushback wait happened");
@@ -255,4 +247,73 @@ async fn over_the_buffer_limit_is_sent_once() {
     assert_eq!(server.previous(), [None]);
     assert_eq!(server.seen.lock().unwrap()[0].message, b"hello", "the whole message arrived");
     assert!(events.lock().unwrap().contains(&GrpcEvent::Unbuffered));
+}
+
+/// `perAttemptRecvTimeout` cuts a hung attempt off as `CANCELLED`, which this policy retries.
+/// Breaks if the per-attempt timeout is ignored (the call waits out the 10 s hang).
+#[tokio::test]
+async fn per_attempt_timeout_cancels_and_retries() {
+    let server = Server::start(|s| {
+        let s = s.clone();
+        Box::pin(async move {
+            if s.previous.is_none() {
+                tokio::time::sleep(Duration::from_secs(10)).await;
+            }
+            Ok(s.message)
+        })
+    })
+    .await;
+    let policy = r#""retryPolicy": {"maxAttempts": 2, "initialBackoff": "0.01s",
+        "maxBackoff": "0.01s", "backoffMultiplier": 1, "retryableStatusCodes": ["CANCELLED"],
+        "perAttemptRecvTimeout": "0.1s"}"#;
+    let layer = GrpcRetryLayer::from_json(&config(policy)).unwrap();
+    let (mut c, _) = client(&server, layer);
+    let got = tokio::time::timeout(Duration::from_secs(5), call(&mut c, "/demo.Echo/Say")).await;
+    assert_eq!(got.expect("the hung attempt was cut off").unwrap(), b"hello");
+    assert_eq!(server.previous(), [None, Some(1)]);
+}
+
+/// No wait outlives the deadline: a pushback of 500 ms with 100 ms left ends the call at once
+/// with the server's own status, not a retry that would start past the deadline. Breaks if
+/// the deadline check before sleeping is dropped (the call then ends `DEADLINE_EXCEEDED`
+/// after sleeping).
+#[tokio::test]
+async fn a_retry_past_the_deadline_is_not_made() {
+    let server =
+        Server::start(|_| reply(Err(with_pushback(tonic::Code::Unavailable, "500")))).await;
+    let layer = GrpcRetryLayer::from_json(&config(RETRY)).unwrap();
+    let (mut c, events) = client(&server, layer);
+    let deadline = Deadline::after(TokioClock.now(), Duration::from_millis(100));
+    let got = seawall_tower::propagate::scope(deadline, call(&mut c, "/demo.Echo/Say")).await;
+    assert_eq!(got.unwrap_err().code(), Code::Unavailable);
+    assert_eq!(server.previous(), [None]);
+    let events = events.lock().unwrap().clone();
+    assert!(events.contains(&GrpcEvent::Stopped { reason: StopReason::Deadline }), "{events:?}");
+    assert!(backoffs_in(&events).is_empty());
+}
+
+/// The throttle switches retries off: with `maxTokens` 2, one failure leaves 1 token (half)
+/// and the call is not retried. Breaks if the throttle is not consulted.
+#[tokio::test]
+async fn throttle_at_half_stops_retries() {
+    let server = Server::start(|_| reply(Err(tonic::Status::unavailable("down")))).await;
+    let cfg = config(RETRY).replace("\"maxTokens\": 10", "\"maxTokens\": 2");
+    let layer = GrpcRetryLayer::from_json(&cfg).unwrap();
+    let throttle = layer.throttle().unwrap().clone();
+    let (mut c, events) = client(&server, layer);
+    assert_eq!(call(&mut c, "/demo.Echo/Say").await.unwrap_err().code(), Code::Unavailable);
+    assert_eq!(server.previous(), [None]);
+    assert_eq!(throttle.tokens(), 1.0);
+    let events = events.lock().unwrap().clone();
+    assert!(events.contains(&GrpcEvent::Stopped { reason: StopReason::Throttled }), "{events:?}");
+}
+
+fn backoffs_in(events: &[GrpcEvent]) -> Vec<Duration> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            GrpcEvent::Backoff { after } => Some(*after),
+            _ => None,
+        })
+        .collect()
 }
