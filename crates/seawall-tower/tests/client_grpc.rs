@@ -94,6 +94,7 @@ async fn unavailable_is_retried_by_policy() {
     let got = call(&mut c, "/demo.Echo/Once").await;
     assert_eq!(got.unwrap_err().code(), Code::Unavailable);
     assert_eq!(server.previous().len(), 4);
+    assert_eq!(throttle.tokens(), 8.1, "a method without a policy: failures cost nothing");
 }
 
 /// A non-retryable code is returned after one attempt and leaves the tokens as they were; a

@@ -66,19 +66,30 @@ impl Body for Prefixed {
 pub(super) struct Observed {
     inner: tonic::body::Body,
     throttle: Option<Arc<GrpcThrottle>>,
-    charged: CodeSet,
+    charged: Option<CodeSet>,
 }
 
 impl Observed {
     pub(super) fn wrap(
         resp: http::Response<tonic::body::Body>,
         throttle: Option<Arc<GrpcThrottle>>,
-        charged: CodeSet,
+        charged: Option<CodeSet>,
     ) -> http::Response<tonic::body::Body> {
         if throttle.is_none() {
             return resp;
         }
         resp.map(|inner| tonic::body::Body::new(Observed { inner, throttle, charged }))
+    }
+}
+
+/// Settles the throttle for one RPC's status (gRFC A6): `OK` +`tokenRatio`; under a policy
+/// (`charged` = its retryable or non-fatal codes) a charged code or a "don't retry" pushback −1;
+/// anything else, and any failure of a method without a policy, nothing.
+pub(super) fn settle(t: &GrpcThrottle, code: Code, pushback: Pushback, charged: Option<CodeSet>) {
+    if code == Code::OK {
+        t.record_success();
+    } else if charged.is_some_and(|c| pushback == Pushback::DontRetry || c.contains(code)) {
+        t.record_failure();
     }
 }
 
@@ -106,11 +117,7 @@ impl Body for Observed {
         // Settled once, at the trailers (data frames leave the throttle in place).
         if let Some(((code, pushback), t)) = trailers.and_then(|s| Some((s, self.throttle.take()?)))
         {
-            if code == Code::OK {
-                t.record_success();
-            } else if pushback == Pushback::DontRetry || self.charged.contains(code) {
-                t.record_failure();
-            }
+            settle(&t, code, pushback, self.charged);
         }
         polled
     }

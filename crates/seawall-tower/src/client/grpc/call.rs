@@ -17,7 +17,7 @@ use seawall::time::{Clock, Instant};
 use tokio::task::JoinSet;
 use tower_service::Service;
 
-use super::body::{Collected, Observed, collect, status_of};
+use super::body::{Collected, Observed, collect, settle, status_of};
 use super::{GrpcEvent, Shared};
 use crate::client::retry::BoxError;
 use crate::time::TokioClock;
@@ -137,7 +137,7 @@ where
         mut parts: Parts,
         body: Body,
         deadline: Option<Deadline>,
-        charged: CodeSet,
+        charged: Option<CodeSet>,
     ) -> Result<Resp, BoxError> {
         let mut left = None;
         if let Some(d) = deadline {
@@ -178,7 +178,7 @@ where
             shared.emit(GrpcEvent::Attempt { previous });
             let out = attempt.clone().send(previous).await;
             let (code, pushback) = match &out {
-                Outcome::Committed(_) => return finish(shared, out, policy.retryable),
+                Outcome::Committed(_) => return finish(shared, out, Some(policy.retryable)),
                 Outcome::Deadline => return out.into_result(),
                 Outcome::Status(Code::OK, ..) => {
                     state.on_success(throttle);
@@ -239,7 +239,7 @@ where
                     let (code, pushback) = match &out {
                         Outcome::Committed(_) => {
                             cancel(&mut copies);
-                            return finish(shared, out, policy.non_fatal);
+                            return finish(shared, out, Some(policy.non_fatal));
                         }
                         Outcome::Deadline => {
                             cancel(&mut copies);
@@ -323,7 +323,7 @@ where
     let throttle = shared.throttle.clone();
     let Some(policy) = policy else {
         // No policy: one attempt; a success still refills the throttle, failures cost nothing.
-        return Attempt::once(&shared, svc, parts, body, deadline, CodeSet::EMPTY).await;
+        return Attempt::once(&shared, svc, parts, body, deadline, None).await;
     };
     let (charged, per_attempt) = match &policy {
         Policy::Retry(p) => (p.retryable, p.per_attempt_recv_timeout),
@@ -334,7 +334,7 @@ where
         Collected::Over(body) => {
             // A6: a message too large to buffer is sent once, committed.
             shared.emit(GrpcEvent::Unbuffered);
-            return Attempt::once(&shared, svc, parts, body, deadline, charged).await;
+            return Attempt::once(&shared, svc, parts, body, deadline, Some(charged)).await;
         }
     };
     let attempt = Attempt { svc, parts, body, deadline, per_attempt };
@@ -344,23 +344,14 @@ where
     }
 }
 
-/// Settles the throttle for a status seen in the headers: `OK` +ratio; a charged code or a
-/// "don't retry" pushback −1; anything else nothing.
-fn settle(shared: &Shared, code: Code, pushback: Pushback, charged: CodeSet) {
-    let Some(t) = &shared.throttle else { return };
-    if code == Code::OK {
-        t.record_success();
-    } else if pushback == Pushback::DontRetry || charged.contains(code) {
-        t.record_failure();
-    }
-}
-
 /// The caller's answer from a final outcome, with the throttle settled.
-fn finish(shared: &Shared, out: Outcome, charged: CodeSet) -> Result<Resp, BoxError> {
+fn finish(shared: &Shared, out: Outcome, charged: Option<CodeSet>) -> Result<Resp, BoxError> {
     match out {
         Outcome::Committed(r) => Ok(Observed::wrap(r, shared.throttle.clone(), charged)),
         Outcome::Status(code, pushback, r) => {
-            settle(shared, code, pushback, charged);
+            if let Some(t) = &shared.throttle {
+                settle(t, code, pushback, charged);
+            }
             Ok(r)
         }
         other => other.into_result(),
