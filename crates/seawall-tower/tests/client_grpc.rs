@@ -85,7 +85,7 @@ async fn unavailable_is_retried_by_policy() {
     for s in &seen {
         let t = s.timeout.as_deref().expect("grpc-timeout on every attempt");
         let left = seawall::deadline::parse_grpc_timeout(t).unwrap();
-        assert!(left <= Duration::from_secs(5) && left > Duration::from_secs(3), "{t}");
+        assert!(left <= Duration::from_secs(5) && left > Duration::from_secs(1), "{t}");
     }
     // Two retryable failures (−1 each), then a success (+0.1), settled from its trailers.
     assert_eq!(throttle.tokens(), 8.1);
@@ -171,7 +171,7 @@ async fn pushback_replaces_and_resets_the_backoff() {
     assert!(seen[2].at - seen[1].at >= Duration::from_millis(30), "the pushback wait happened");
 }
 
-/// Hedging: a copy every 50 ms; the first copy hangs, the second answers at once. The second
+/// Hedging: a second copy after 50 ms; the first copy hangs, the second answers at once. The second
 /// wins, the first is cancelled (the server sees its handler dropped), and both copies carried
 /// their attempt numbers. Breaks if losers are not cancelled (the slow handler runs to its
 /// end), if hedges are not sent, or if the first answer is not the one returned.
@@ -199,7 +199,8 @@ async fn hedging_first_success_wins_and_losers_are_cancelled() {
         })
     })
     .await;
-    let hedging = r#""hedgingPolicy": {"maxAttempts": 3, "hedgingDelay": "0.05s",
+    // maxAttempts 2: however slow the machine, exactly two copies can go out.
+    let hedging = r#""hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "0.05s",
         "nonFatalStatusCodes": ["UNAVAILABLE"]}"#;
     let layer = GrpcRetryLayer::from_json(&config(hedging)).unwrap();
     let (mut c, events) = client(&server, layer);
@@ -209,7 +210,7 @@ async fn hedging_first_success_wins_and_losers_are_cancelled() {
     tokio::time::timeout(Duration::from_secs(5), dropped.notified())
         .await
         .expect("the losing copy was cancelled on the server");
-    assert_eq!(server.previous(), [None, Some(1)], "two copies, the third never due");
+    assert_eq!(server.previous(), [None, Some(1)], "two copies");
     let events = events.lock().unwrap().clone();
     assert!(events.contains(&GrpcEvent::Cancelled { copies: 1 }), "{events:?}");
 }
@@ -266,7 +267,7 @@ async fn per_attempt_timeout_cancels_and_retries() {
     .await;
     let policy = r#""retryPolicy": {"maxAttempts": 2, "initialBackoff": "0.01s",
         "maxBackoff": "0.01s", "backoffMultiplier": 1, "retryableStatusCodes": ["CANCELLED"],
-        "perAttemptRecvTimeout": "0.1s"}"#;
+        "perAttemptRecvTimeout": "1s"}"#;
     let layer = GrpcRetryLayer::from_json(&config(policy)).unwrap();
     let (mut c, _) = client(&server, layer);
     let got = tokio::time::timeout(Duration::from_secs(5), call(&mut c, "/demo.Echo/Say")).await;
@@ -274,17 +275,17 @@ async fn per_attempt_timeout_cancels_and_retries() {
     assert_eq!(server.previous(), [None, Some(1)]);
 }
 
-/// No wait outlives the deadline: a pushback of 500 ms with 100 ms left ends the call at once
+/// No wait outlives the deadline: a pushback of 5 s with 2 s left ends the call at once
 /// with the server's own status, not a retry that would start past the deadline. Breaks if
 /// the deadline check before sleeping is dropped (the call then ends `DEADLINE_EXCEEDED`
 /// after sleeping).
 #[tokio::test]
 async fn a_retry_past_the_deadline_is_not_made() {
     let server =
-        Server::start(|_| reply(Err(with_pushback(tonic::Code::Unavailable, "500")))).await;
+        Server::start(|_| reply(Err(with_pushback(tonic::Code::Unavailable, "5000")))).await;
     let layer = GrpcRetryLayer::from_json(&config(RETRY)).unwrap();
     let (mut c, events) = client(&server, layer);
-    let deadline = Deadline::after(TokioClock.now(), Duration::from_millis(100));
+    let deadline = Deadline::after(TokioClock.now(), Duration::from_secs(2));
     let got = seawall_tower::propagate::scope(deadline, call(&mut c, "/demo.Echo/Say")).await;
     assert_eq!(got.unwrap_err().code(), Code::Unavailable);
     assert_eq!(server.previous(), [None]);
