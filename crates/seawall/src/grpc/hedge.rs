@@ -165,6 +165,44 @@ mod tests {
         assert_eq!(t.tokens(), 7.1);
     }
 
+    proptest::proptest! {
+        /// Whatever the answers and timing: never more than maxAttempts copies, never a copy
+        /// once a "don't retry" pushback or a fatal code was seen, and tokens move only on
+        /// non-fatal codes and "don't retry" pushbacks.
+        #[test]
+        fn schedule_invariants(max in 2u32..=5, delay_ms in 0u64..100,
+                               events in proptest::collection::vec((0u64..200, 0u8..4, 0u8..3), 0..30)) {
+            let p = HedgingPolicy { max_attempts: max, configured_max_attempts: u64::from(max),
+                                    hedging_delay: Duration::from_millis(delay_ms),
+                                    non_fatal: CodeSet::of(&[Code::UNAVAILABLE]) };
+            let t = GrpcThrottle::new(1000, 0.1).unwrap();
+            let mut h = HedgeState::new(&p, at(0));
+            let (mut now, mut stopped) = (0, false);
+            for (step, code, push) in events {
+                now += step;
+                let before = h.sent();
+                if h.send_due(&p, at(now), Some(&t)).is_some() {
+                    proptest::prop_assert!(!stopped, "a copy after a stop");
+                    proptest::prop_assert_eq!(h.sent(), before + 1);
+                }
+                proptest::prop_assert!(h.sent() <= max);
+                let code = [Code::UNAVAILABLE, Code::INTERNAL, Code::INVALID_ARGUMENT, Code::UNAVAILABLE][usize::from(code)];
+                let push = [Pushback::Absent, Pushback::DontRetry, Pushback::After(Duration::from_millis(5))][usize::from(push)];
+                let tokens = t.tokens();
+                let v = h.on_failure(&p, code, push, at(now), Some(&t));
+                let charged = code == Code::UNAVAILABLE || push == Pushback::DontRetry;
+                proptest::prop_assert_eq!(t.tokens(), if charged { tokens - 1.0 } else { tokens });
+                proptest::prop_assert_eq!(v == HedgeVerdict::Fatal, code != Code::UNAVAILABLE);
+                if v == HedgeVerdict::Fatal || push == Pushback::DontRetry {
+                    stopped = true;
+                }
+                if stopped {
+                    proptest::prop_assert_eq!(h.next_at(), None);
+                }
+            }
+        }
+    }
+
     #[test]
     fn throttle_at_half_stops_copies() {
         let p = policy();

@@ -28,7 +28,8 @@
 //! - **Retry policy**: a status in `retryableStatusCodes` is retried after `random(0,
 //!   min(initialBackoff·multiplier^(n−1), maxBackoff))`; a valid `grpc-retry-pushback-ms`
 //!   replaces that wait and restarts the sequence; a negative or malformed one stops retries.
-//!   `perAttemptRecvTimeout` cancels a slow attempt as `CANCELLED`.
+//!   `perAttemptRecvTimeout` cancels an attempt still waiting for its response headers as
+//!   `CANCELLED` (grpc-core's status for it), retried only if that code is listed.
 //! - **Hedging policy**: a copy every `hedgingDelay` up to `maxAttempts`; the first `OK` (or
 //!   committed response) wins and the other copies are cancelled (their HTTP/2 streams reset);
 //!   a non-fatal failure sends the next copy at once; a fatal one ends the call.
