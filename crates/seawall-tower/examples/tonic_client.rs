@@ -1,53 +1,23 @@
-//! A tonic channel behind seawall's `RetryLayer`: a local tonic server answers UNAVAILABLE
-//! (trailers-only) to the first two attempts of each call; the client retries with
-//! `grpc-previous-rpc-attempts` and `grpc-timeout` on the wire and succeeds on the third.
+//! A tonic channel behind seawall's `GrpcRetryLayer`: a local tonic server answers UNAVAILABLE
+//! (trailers-only) to the first two attempts of each call; the layer retries them because the
+//! service config's `retryPolicy` lists UNAVAILABLE (gRFC A6; no idempotency key involved),
+//! with `grpc-previous-rpc-attempts` and `grpc-timeout` on the wire, and succeeds on the third.
 //!
 //! Run: `cargo run -p seawall-tower --example tonic_client --features grpc-example`
 
 use std::convert::Infallible;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
-use bytes::{Buf, BufMut};
-use seawall_tower::client::RetryLayer;
-use seawall_tower::client::grpc::{BufferLayer, IntoTonicLayer};
-use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use seawall_tower::client::grpc::{GrpcEvent, GrpcRetryLayer};
 use tonic::{Status, body::Body};
 use tower::ServiceBuilder;
 
-/// Messages as raw bytes: no protobuf needed for a demo.
-#[derive(Debug, Clone, Copy, Default)]
-struct Raw;
-
-impl Codec for Raw {
-    type Encode = Vec<u8>;
-    type Decode = Vec<u8>;
-    type Encoder = Raw;
-    type Decoder = Raw;
-    fn encoder(&mut self) -> Raw {
-        Raw
-    }
-    fn decoder(&mut self) -> Raw {
-        Raw
-    }
-}
-
-impl Encoder for Raw {
-    type Item = Vec<u8>;
-    type Error = Status;
-    fn encode(&mut self, item: Vec<u8>, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
-        dst.put_slice(&item);
-        Ok(())
-    }
-}
-
-impl Decoder for Raw {
-    type Item = Vec<u8>;
-    type Error = Status;
-    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Vec<u8>>, Status> {
-        Ok(Some(src.copy_to_bytes(src.remaining()).to_vec()))
-    }
-}
+#[path = "support/raw_codec.rs"]
+mod raw_codec;
+use raw_codec::Raw;
 
 /// The unary handler: UNAVAILABLE until the third attempt, then echo.
 #[derive(Debug, Clone, Copy)]
@@ -104,22 +74,38 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         tonic::transport::Server::builder().add_service(EchoServer).serve_with_incoming(incoming),
     );
 
+    // The service owner's config: retry UNAVAILABLE up to 3 attempts, throttled per server.
+    let layer = GrpcRetryLayer::from_json(
+        r#"{
+          "methodConfig": [{
+            "name": [{"service": "demo.Echo"}],
+            "timeout": "2s",
+            "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.05s", "maxBackoff": "1s",
+                            "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}
+          }],
+          "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}
+        }"#,
+    )?;
+    let attempts = Arc::new(AtomicU32::new(0));
+    let counted = attempts.clone();
+    let layer = layer.with_observer(move |e| {
+        if let GrpcEvent::Attempt { .. } = e {
+            counted.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    let throttle = layer.throttle().cloned();
+
     let channel = tonic::transport::Endpoint::try_from(format!("http://{addr}"))?.connect_lazy();
-    let retrying =
-        RetryLayer::new().with_default_timeout(Duration::from_secs(2)).with_idempotency_keys(true); // gRPC calls are POSTs: a key makes them retryable
-    let svc = ServiceBuilder::new()
-        .layer(BufferLayer::new(64 * 1024))
-        .layer(retrying.clone())
-        .layer(IntoTonicLayer)
-        .service(channel);
+    let svc = ServiceBuilder::new().layer(layer).service(channel);
     let mut client = tonic::client::Grpc::new(svc);
     client.ready().await.map_err(|e| e.to_string())?;
     let path = http::uri::PathAndQuery::from_static("/demo.Echo/Say");
     let reply = client.unary(tonic::Request::new(b"hello".to_vec()), path, Raw).await?;
     println!("client: {:?} after retries", String::from_utf8_lossy(reply.get_ref()));
-    let m = retrying.policy().metrics().snapshot();
-    println!("client: {} call(s), {} attempts", m.calls, m.attempts);
-    assert_eq!(m.attempts, 3);
+    let attempts = attempts.load(Ordering::Relaxed);
+    let tokens = throttle.map_or(f64::NAN, |t| t.tokens());
+    println!("client: {attempts} attempts; throttle tokens {tokens} of 10");
+    assert_eq!(attempts, 3);
     Ok(())
 }
 

@@ -45,6 +45,8 @@ pub mod classify;
 pub mod control;
 pub mod deadline;
 pub mod error;
+#[cfg(feature = "grpc")]
+pub mod grpc;
 pub mod hint;
 pub mod metrics;
 pub mod policy;

@@ -10,59 +10,49 @@
 //! - `retryThrottling` (`maxTokens` in (0, 1000], `tokenRatio` > 0) is the layer's budget,
 //!   validated by seawall's own [`seawall::budget::GrpcThrottle`].
 //! - gRPC backs off with jitter (`random(0, current_backoff)`), so the layer counts as jittered.
+//! - Validation is the core's own, [`seawall::grpc::ServiceConfig`] (the parser `GrpcRetryLayer`
+//!   runs on the client), so the audit refuses exactly the configs the layer refuses; this
+//!   module adds the line numbers and the worst-case view.
 //! - **Transparent retries** are always listed, as an implicit layer of one attempt: gRPC retries
 //!   RPCs that never reached the server application even without a retry policy, but those never
 //!   reach the application either, so they add no load there and do not multiply.
 //! - An invalid retry policy makes gRPC reject the whole service config; so does this importer,
 //!   with the line. Unknown fields are ignored, as gRPC's JSON parsing ignores them. Keys are
 //!   matched case-insensitively, as grpc-go (Go's `encoding/json`) matches them — its own retry
-//!   example writes `"MaxAttempts"`.
+//!   example writes `"MaxAttempts"`. Status names are matched exactly (`"UNAVAILABLE"`), as
+//!   grpc-go and grpc-java match them.
 
 use std::path::Path;
 
+use seawall::grpc::{self, Code, CodeSet, MethodConfig, Name, Policy, ServiceConfig};
 use serde_json::Value;
 
-use super::{Select, loc, parse_duration};
+use super::{Select, loc};
 use crate::error::{Error, ErrorKind};
 use crate::model::{Budget, Place, RetryLayer};
 
 /// gRFC A6's cap on `maxAttempts`.
-pub const MAX_ATTEMPTS_CAP: u32 = 5;
+pub const MAX_ATTEMPTS_CAP: u32 = grpc::config::MAX_ATTEMPTS_CAP;
 
-/// Status names gRPC maps to HTTP 4xx other than 408/429: retrying them cannot succeed.
-const CLIENT_ERRORS: [(&str, i64); 7] = [
-    ("INVALID_ARGUMENT", 3),
-    ("NOT_FOUND", 5),
-    ("ALREADY_EXISTS", 6),
-    ("PERMISSION_DENIED", 7),
-    ("FAILED_PRECONDITION", 9),
-    ("OUT_OF_RANGE", 11),
-    ("UNAUTHENTICATED", 16),
-];
+/// Status codes gRPC maps to HTTP 4xx other than 408/429: retrying them cannot succeed
+/// (INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, PERMISSION_DENIED, FAILED_PRECONDITION,
+/// OUT_OF_RANGE, UNAUTHENTICATED).
+const CLIENT_ERRORS: [u8; 7] = [3, 5, 6, 7, 9, 11, 16];
 
 fn get<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
     v.as_object()?.iter().find(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| v)
 }
 
 /// How well a methodConfig's `name` list matches the selection: 3 exact, 2 service, 1 default.
-fn specificity(mc: &Value, select: &Select) -> u8 {
-    let names = get(mc, "name").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
-    names
+fn specificity(mc: &MethodConfig, select: &Select) -> u8 {
+    let service = select.service.as_deref();
+    mc.names
         .iter()
-        .map(|n| {
-            let s = get(n, "service").and_then(Value::as_str).unwrap_or("");
-            let m = get(n, "method").and_then(Value::as_str).unwrap_or("");
-            match (s.is_empty(), m.is_empty()) {
-                (true, _) => 1,
-                (false, true) if select.service.as_deref() == Some(s) => 2,
-                (false, false)
-                    if select.service.as_deref() == Some(s)
-                        && select.method.as_deref() == Some(m) =>
-                {
-                    3
-                }
-                _ => 0,
-            }
+        .map(|n| match n {
+            Name::Default => 1,
+            Name::Service(s) if service == Some(s) => 2,
+            Name::Method(s, m) if service == Some(s) && select.method.as_deref() == Some(m) => 3,
+            _ => 0,
         })
         .max()
         .unwrap_or(0)
@@ -81,16 +71,22 @@ pub fn parse(path: &Path, text: &str, select: &Select) -> Result<Vec<RetryLayer>
     if !root.is_object() {
         return Err(Error::invalid(path, Some(1), "service config", "a JSON object"));
     }
-    let budget = throttle(path, text, &root)?;
-    let configs = get(&root, "methodConfig").and_then(Value::as_array).cloned().unwrap_or_default();
     let lower = text.to_ascii_lowercase();
+    let raw = get(&root, "methodConfig").and_then(Value::as_array).map(Vec::as_slice);
+    let raw = raw.unwrap_or(&[]);
+    let config =
+        ServiceConfig::from_value(&root).map_err(|e| located(path, text, &lower, raw, &e))?;
+    let budget = config.throttling().map(|t| Budget::GrpcThrottle {
+        max_tokens: f64::from(t.max_tokens),
+        token_ratio: t.token_ratio,
+    });
     let mut chosen: Option<(u8, RetryLayer)> = None;
-    for (i, mc) in configs.iter().enumerate() {
+    for (i, mc) in config.method_configs().iter().enumerate() {
         let rank = if select.service.is_some() { specificity(mc, select) } else { 1 };
         if rank == 0 {
             continue;
         }
-        let mut l = policy_layer(path, text, &lower, &configs, i)?;
+        let mut l = policy_layer(path, text, &lower, raw, mc, i);
         if l.retries() {
             l.budget = budget;
         }
@@ -128,6 +124,27 @@ pub fn parse(path: &Path, text: &str, select: &Select) -> Result<Vec<RetryLayer>
     Ok(vec![layer, transparent])
 }
 
+/// The core's error, with the line of the part of the file it names.
+fn located(path: &Path, text: &str, lower: &str, raw: &[Value], e: &grpc::ConfigError) -> Error {
+    let (field, expected) = match e.kind() {
+        grpc::ErrorKind::Invalid { expected } => (e.path(), format!("{expected} (gRFC A6)")),
+        grpc::ErrorKind::DuplicateName => (e.path(), "a method named only once (gRFC A6)".into()),
+        _ => (e.path(), "a valid gRPC service config (gRFC A6)".into()),
+    };
+    let line = match e.method_config() {
+        Some(i) => {
+            // "methodConfig[i].retryPolicy.maxAttempts" -> the i-th config's "retryPolicy" key.
+            let key = field.split('.').nth(1).unwrap_or("name");
+            let key = key.split('[').next().unwrap_or(key);
+            let nth = raw[..i.min(raw.len())].iter().filter(|c| get(c, key).is_some()).count();
+            nth_key_line(text, lower, key, nth)
+        }
+        None => nth_key_line(text, lower, field.split('.').next().unwrap_or(""), 0),
+    };
+    let field = field.split_once('.').map_or(field, |(_, rest)| rest);
+    Error::invalid(path, Some(line), field.to_owned(), expected)
+}
+
 /// The line of the `n`-th (0-based) occurrence of `"key"` (case-insensitive).
 fn nth_key_line(text: &str, lower: &str, key: &str, n: usize) -> usize {
     let needle = format!("\"{}\"", key.to_ascii_lowercase());
@@ -142,73 +159,38 @@ fn policy_layer(
     path: &Path,
     text: &str,
     lower: &str,
-    configs: &[Value],
+    raw: &[Value],
+    mc: &MethodConfig,
     i: usize,
-) -> Result<RetryLayer, Error> {
-    let mc = &configs[i];
-    let timeout = get(mc, "timeout").and_then(Value::as_str).and_then(parse_duration);
-    for (key, codes_key) in
-        [("retryPolicy", "retryableStatusCodes"), ("hedgingPolicy", "nonFatalStatusCodes")]
-    {
-        let Some(p) = get(mc, key) else { continue };
-        let nth = configs[..i].iter().filter(|c| get(c, key).is_some()).count();
-        let line = nth_key_line(text, lower, key, nth);
-        let bad = |what: &str, expected: &str| {
-            Error::invalid(
-                path,
-                Some(line),
-                format!("{key}.{what}"),
-                format!("{expected} (gRFC A6)"),
-            )
-        };
-        let max = get(p, "maxAttempts").and_then(Value::as_u64).filter(|&n| n >= 2);
-        let max = max.ok_or_else(|| bad("maxAttempts", "an integer greater than 1"))?;
-        let codes = get(p, codes_key).and_then(Value::as_array).cloned().unwrap_or_default();
-        if key == "retryPolicy" {
-            for field in ["initialBackoff", "maxBackoff"] {
-                let ok = get(p, field).and_then(Value::as_str).and_then(parse_duration);
-                if ok.is_none_or(|d| d.is_zero()) {
-                    return Err(bad(field, "a duration greater than 0, such as \"0.1s\""));
-                }
-            }
-            if get(p, "backoffMultiplier").and_then(Value::as_f64).is_none_or(|m| m <= 0.0) {
-                return Err(bad("backoffMultiplier", "a number greater than 0"));
-            }
-            if codes.is_empty() {
-                return Err(bad(codes_key, "a non-empty list of status codes"));
-            }
+) -> RetryLayer {
+    let (key, attempts, configured, codes) = match &mc.policy {
+        Some(Policy::Retry(p)) => {
+            ("retryPolicy", p.max_attempts, p.configured_max_attempts, p.retryable)
         }
-        let attempts = u32::try_from(max).unwrap_or(u32::MAX).min(MAX_ATTEMPTS_CAP);
-        let mut l = RetryLayer::new(Place::Rpc, attempts, loc(path, line));
-        l.jitter = true;
-        l.timeout = timeout;
-        l.retries_4xx = codes.iter().any(|c| {
-            CLIENT_ERRORS.iter().any(|(name, n)| {
-                c.as_str().is_some_and(|s| s.eq_ignore_ascii_case(name)) || c.as_i64() == Some(*n)
-            })
-        });
-        l.note = match (key, max > u64::from(MAX_ATTEMPTS_CAP)) {
-            ("hedgingPolicy", _) => Some("hedging: up to maxAttempts copies in parallel".into()),
-            (_, true) => Some(format!("maxAttempts {max} is capped at 5 by gRPC")),
-            _ => None,
-        };
-        return Ok(l);
-    }
-    let mut l = RetryLayer::new(Place::Rpc, 1, loc(path, nth_key_line(text, lower, "name", i)));
-    l.timeout = timeout;
-    Ok(l)
-}
-
-fn throttle(path: &Path, text: &str, root: &Value) -> Result<Option<Budget>, Error> {
-    let Some(t) = get(root, "retryThrottling") else { return Ok(None) };
-    let line = nth_key_line(text, &text.to_ascii_lowercase(), "retryThrottling", 0);
-    let max = get(t, "maxTokens").and_then(Value::as_f64).unwrap_or(f64::NAN);
-    let ratio = get(t, "tokenRatio").and_then(Value::as_f64).unwrap_or(f64::NAN);
-    let max_u32 = if max.fract() == 0.0 && (1.0..=1000.0).contains(&max) { max as u32 } else { 0 };
-    seawall::budget::GrpcThrottle::new(max_u32, ratio).map_err(|e| {
-        Error::invalid(path, Some(line), format!("retryThrottling ({})", e.field()), e.allowed())
-    })?;
-    Ok(Some(Budget::GrpcThrottle { max_tokens: max, token_ratio: ratio }))
+        Some(Policy::Hedging(p)) => {
+            ("hedgingPolicy", p.max_attempts, p.configured_max_attempts, p.non_fatal)
+        }
+        None => {
+            let line = nth_key_line(text, lower, "name", i);
+            let mut l = RetryLayer::new(Place::Rpc, 1, loc(path, line));
+            l.timeout = mc.timeout;
+            return l;
+        }
+    };
+    let nth = raw[..i.min(raw.len())].iter().filter(|c| get(c, key).is_some()).count();
+    let line = nth_key_line(text, lower, key, nth);
+    let mut l = RetryLayer::new(Place::Rpc, attempts, loc(path, line));
+    l.jitter = true;
+    l.timeout = mc.timeout;
+    l.retries_4xx = CLIENT_ERRORS
+        .iter()
+        .any(|&n| Code::from_i64(i64::from(n)).is_some_and(|c| CodeSet::contains(codes, c)));
+    l.note = match (key, configured > u64::from(MAX_ATTEMPTS_CAP)) {
+        ("hedgingPolicy", _) => Some("hedging: up to maxAttempts copies in parallel".into()),
+        (_, true) => Some(format!("maxAttempts {configured} is capped at 5 by gRPC")),
+        _ => None,
+    };
+    l
 }
 
 #[cfg(test)]
@@ -248,6 +230,14 @@ mod tests {
         let e = parse(Path::new("sc.json"), "{\n  \"methodConfig\": [\n", &Select::default())
             .unwrap_err();
         assert!(e.line().is_some(), "{e}");
+        // The core's rules (the client layer's parser), with the audit's lines.
+        let bad = CFG.replace("[\"UNAVAILABLE\"]", "[\"unavailable\"]");
+        let e = parse(Path::new("sc.json"), &bad, &Select::default()).unwrap_err();
+        assert_eq!(e.line(), Some(3), "{e}");
+        assert!(e.to_string().contains("retryPolicy.retryableStatusCodes"), "{e}");
+        let dup = CFG.replace("\"method\": \"Get\"", "\"method\": \"\"");
+        let e = parse(Path::new("sc.json"), &dup, &Select::default()).unwrap_err();
+        assert_eq!(e.line(), Some(5), "{e}");
         let bad = CFG.replace("\"tokenRatio\": 0.1", "\"tokenRatio\": 0");
         let e = parse(Path::new("sc.json"), &bad, &Select::default()).unwrap_err();
         assert_eq!(e.line(), Some(7), "{e}");

@@ -52,6 +52,24 @@ impl GrpcThrottle {
         f64::from(self.milli_tokens.load(Ordering::Relaxed)) / 1000.0
     }
 
+    /// Whether a retry (or a hedged copy after the first) may be sent: tokens > `max_tokens`/2.
+    /// The same answer as [`Budget::withdraw`], without a clock.
+    pub fn allows_retry(&self) -> bool {
+        self.allows(self.milli_tokens.load(Ordering::Relaxed))
+    }
+
+    /// A successful RPC: +`token_ratio`, up to `max_tokens` (as `record(.., Answered)`).
+    pub fn record_success(&self) {
+        self.record(Instant::ZERO, None, AttemptOutcome::Answered);
+    }
+
+    /// A failure gRFC A6 counts: a retryable or non-fatal status code, or a "don't retry"
+    /// pushback whatever the code. −1, down to 0 (as `record(.., Failed(_))`). Failures with
+    /// other codes must not be recorded at all.
+    pub fn record_failure(&self) {
+        self.record(Instant::ZERO, None, AttemptOutcome::Failed(RetryCause::Transient));
+    }
+
     fn allows(&self, milli: u32) -> bool {
         // tokens > max/2  ⇔  2·milli > max_milli
         u64::from(milli) * 2 > u64::from(self.max_milli)

@@ -1,42 +1,28 @@
-//! Retrying tonic calls: make a unary request's body replayable (feature `grpc`).
+//! The two adapters that make a tonic body replayable for the HTTP [`RetryLayer`](crate::client::RetryLayer)
+//! (kept for existing users; prefer [`GrpcRetryLayer`](super::GrpcRetryLayer)).
 //!
-//! # Why an adapter
+//! Stacked `BufferLayer → RetryLayer → IntoTonicLayer` they let seawall's *HTTP* rules retry a
+//! tonic call. Those rules treat every gRPC call as the `POST` it is, so nothing is retried
+//! unless `RetryLayer::with_idempotency_keys(true)` is set, and the three layers must be stacked
+//! in that order, which the types do not enforce: a wrong order compiles and sends each call
+//! once. [`GrpcRetryLayer`](super::GrpcRetryLayer) is one layer with gRFC A6's rules instead.
 //!
-//! A tonic channel is a `Service<http::Request<tonic::body::Body>>`, and tonic's body is a
-//! stream: it cannot be replayed, so a [`RetryLayer`](crate::client::RetryLayer) sitting directly
-//! on a channel classifies, stamps `grpc-timeout` / `grpc-previous-rpc-attempts` and fails fast
-//! correctly, but sends each call once. A unary request is one small message, so it is worth
-//! buffering: [`BufferLayer`] collects it (up to a limit) into a replayable `Full<Bytes>`, and
-//! [`IntoTonicLayer`] turns it back into tonic's body just above the channel. Streaming calls
-//! should not go through the buffer (the limit refuses them rather than holding them in memory).
-//!
-//! # Which gRPC failures are retried
-//!
-//! The layers decide on the response head, as gRPC's own retry does (gRFC A6): a failure a
-//! server sends as a *trailers-only* response — `grpc-status` in the headers, no message, which
-//! is how servers (tonic's included) answer a call they reject, throttle or cannot serve — is
-//! classified and retried like any other (`UNAVAILABLE` retried, `RESOURCE_EXHAUSTED`
-//! throttled, `grpc-retry-pushback-ms` honoured). Once a server has sent response headers
-//! without a status, the call is *committed*: A6 never retries it, and neither do these layers
-//! — the response goes to the caller, and a status that arrives later in the trailers is the
-//! caller's. Classifying it would mean holding the whole response back until its trailers came,
-//! which a streaming call cannot do and a unary one would pay for on every success. A proxy's
-//! HTTP-level failure (a 503 with no `grpc-status`) is classified by its HTTP status.
+//! With these layers, failures a server sends *trailers-only* (`grpc-status` in the headers)
+//! are classified like HTTP failures (`UNAVAILABLE` retryable, `RESOURCE_EXHAUSTED` throttled);
+//! a response with headers and no status is committed and goes to the caller.
 //!
 //! ```no_run
 //! use seawall_tower::client::RetryLayer;
 //! use seawall_tower::client::grpc::{BufferLayer, IntoTonicLayer};
 //! use tower::ServiceBuilder;
 //!
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let channel = tonic::transport::Endpoint::from_static("http://127.0.0.1:50051").connect_lazy();
 //! let svc = ServiceBuilder::new()
 //!     .layer(BufferLayer::new(64 * 1024))
-//!     .layer(RetryLayer::new())
+//!     .layer(RetryLayer::new().with_idempotency_keys(true))
 //!     .layer(IntoTonicLayer)
 //!     .service(channel);
 //! let _client = tonic::client::Grpc::new(svc);
-//! # Ok(()) }
 //! ```
 
 use std::task::{Context, Poll};
