@@ -22,8 +22,9 @@
 //! and each ratio to tower is also given as the median of the `r` ratios taken within a round.
 //!
 //! `SEAWALL_BENCH_SIZES=1` prints the size of each layer's response future instead, and
-//! `SEAWALL_BENCH_CLOCK=1` the CPU time of one clock read (seawall's `SystemClock`, tokio's
-//! `Instant::now`, which tower's `TpsBudget` reads on every call), against an empty loop.
+//! `SEAWALL_BENCH_CLOCK=1` the CPU time of one clock read (seawall's `SystemClock` and
+//! `CoarseClock`, tokio's `Instant::now`, which tower's `TpsBudget` reads on every call),
+//! against an empty loop.
 
 use std::convert::Infallible;
 use std::future::{Future, Ready, ready};
@@ -36,6 +37,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use criterion::{BatchSize, Criterion, criterion_group};
 use http::{Request, Response};
+use seawall::budget::AnyBudget;
+use seawall::time::CoarseClock;
 use seawall_tower::client::{ClientMetrics, RetryLayer};
 use tower::retry::budget::{Budget, TpsBudget};
 use tower::{Layer, Service};
@@ -246,11 +249,13 @@ batches!(
     batch_tower_no_budget,
     batch_copy_alone,
     batch_seawall,
+    batch_seawall_coarse,
     batch_seawall_deadline_metrics,
     batch_headers_noop,
     batch_headers_tower,
     batch_headers_copy_alone,
     batch_headers_seawall,
+    batch_headers_seawall_coarse,
     batch_headers_seawall_deadline_metrics
 );
 
@@ -260,11 +265,13 @@ counters!(
     count_tower_no_budget,
     count_copy_alone,
     count_seawall,
+    count_seawall_coarse,
     count_seawall_deadline_metrics,
     count_headers_noop,
     count_headers_tower,
     count_headers_copy_alone,
     count_headers_seawall,
+    count_headers_seawall_coarse,
     count_headers_seawall_deadline_metrics
 );
 
@@ -275,6 +282,12 @@ fn tower_retry() -> impl Service<Request<Bytes>, Error = impl std::fmt::Debug> {
 
 fn tower_no_budget() -> impl Service<Request<Bytes>, Error = impl std::fmt::Debug> {
     tower::retry::RetryLayer::new(NoBudget).layer(noop())
+}
+
+/// The bare layer on the coarse clock (`CLOCK_MONOTONIC_COARSE`): the one clock read a call makes
+/// is the cheap one.
+fn coarse() -> RetryLayer<AnyBudget, CoarseClock> {
+    RetryLayer::new().with_clock(CoarseClock)
 }
 
 fn with_deadline_metrics() -> RetryLayer {
@@ -290,6 +303,7 @@ fn overhead(c: &mut Criterion) {
     bench(c, "client/tower Retry, no budget", r, tower_no_budget());
     bench(c, "client/the copy alone (no layer)", r, CopyAlone(noop()));
     bench(c, "client/seawall RetryLayer", r, RetryLayer::new().layer(noop()));
+    bench(c, "client/seawall RetryLayer, CoarseClock", r, coarse().layer(noop()));
     let name = "client/seawall RetryLayer + deadline + metrics";
     bench(c, name, r, with_deadline_metrics().layer(noop()));
     let h = request_with_headers;
@@ -297,6 +311,7 @@ fn overhead(c: &mut Criterion) {
     bench(c, "client/3 headers/tower Retry + TpsBudget", h, tower_retry());
     bench(c, "client/3 headers/the copy alone (no layer)", h, CopyAlone(noop()));
     bench(c, "client/3 headers/seawall RetryLayer", h, RetryLayer::new().layer(noop()));
+    bench(c, "client/3 headers/seawall RetryLayer, CoarseClock", h, coarse().layer(noop()));
     let name = "client/3 headers/seawall RetryLayer + deadline + metrics";
     bench(c, name, h, with_deadline_metrics().layer(noop()));
 }
@@ -311,9 +326,12 @@ fn cpu_ns() -> u64 {
 }
 
 /// The cases of the counting modes: no-op, tower, tower without its budget, the copy alone,
-/// seawall, seawall with a deadline and metrics; then no-op, tower, the copy alone, seawall and
-/// seawall with a deadline and metrics with a request carrying three headers.
-const CASES: usize = 11;
+/// seawall, seawall on the coarse clock, seawall with a deadline and metrics; then no-op, tower,
+/// the copy alone, seawall, seawall on the coarse clock and seawall with a deadline and metrics
+/// with a request carrying three headers.
+const CASES: usize = 13;
+/// Index of the second group's no-op (the first case with three headers).
+const HEADERS: usize = 7;
 
 fn counted(n: u64, rounds: u32) {
     let (r, h) = (request as fn() -> _, request_with_headers as fn() -> _);
@@ -323,6 +341,7 @@ fn counted(n: u64, rounds: u32) {
         ("tower, no budget", &|| count_tower_no_budget(n, r, tower_no_budget())),
         ("the copy alone (no layer)", &|| count_copy_alone(n, r, CopyAlone(noop()))),
         ("seawall", &|| count_seawall(n, r, RetryLayer::new().layer(noop()))),
+        ("seawall, CoarseClock", &|| count_seawall_coarse(n, r, coarse().layer(noop()))),
         ("seawall + deadline + metrics", &|| {
             count_seawall_deadline_metrics(n, r, with_deadline_metrics().layer(noop()))
         }),
@@ -330,6 +349,9 @@ fn counted(n: u64, rounds: u32) {
         ("3 headers/tower", &|| count_headers_tower(n, h, tower_retry())),
         ("3 headers/the copy alone", &|| count_headers_copy_alone(n, h, CopyAlone(noop()))),
         ("3 headers/seawall", &|| count_headers_seawall(n, h, RetryLayer::new().layer(noop()))),
+        ("3 headers/seawall, CoarseClock", &|| {
+            count_headers_seawall_coarse(n, h, coarse().layer(noop()))
+        }),
         ("3 headers/seawall + deadline + metrics", &|| {
             count_headers_seawall_deadline_metrics(n, h, with_deadline_metrics().layer(noop()))
         }),
@@ -354,7 +376,7 @@ fn report(names: &[&str; CASES], times: &[[f64; CASES]]) {
     // machine's speed drifts between rounds; a ratio taken within one round, where the cases
     // ran one after the other, drifts less than the minima do, so the median of those is given
     // too.
-    let baselines = |i: usize| if i < 6 { (0, 1) } else { (6, 7) };
+    let baselines = |i: usize| if i < HEADERS { (0, 1) } else { (HEADERS, HEADERS + 1) };
     for (i, name) in names.iter().enumerate() {
         let (base, tower) = baselines(i);
         let (over, tower_over) = (best[i] - best[base], best[tower] - best[base]);
@@ -383,6 +405,7 @@ fn batched(n: u64, rounds: u32) {
         ("tower, no budget", r, &|q| drop(batch_tower_no_budget(q, tower_no_budget()))),
         ("the copy alone (no layer)", r, &|q| drop(batch_copy_alone(q, CopyAlone(noop())))),
         ("seawall", r, &|q| drop(batch_seawall(q, RetryLayer::new().layer(noop())))),
+        ("seawall, CoarseClock", r, &|q| drop(batch_seawall_coarse(q, coarse().layer(noop())))),
         ("seawall + deadline + metrics", r, &|q| {
             drop(batch_seawall_deadline_metrics(q, with_deadline_metrics().layer(noop())))
         }),
@@ -391,6 +414,9 @@ fn batched(n: u64, rounds: u32) {
         ("3 headers/the copy alone", h, &|q| drop(batch_headers_copy_alone(q, CopyAlone(noop())))),
         ("3 headers/seawall", h, &|q| {
             drop(batch_headers_seawall(q, RetryLayer::new().layer(noop())))
+        }),
+        ("3 headers/seawall, CoarseClock", h, &|q| {
+            drop(batch_headers_seawall_coarse(q, coarse().layer(noop())))
         }),
         ("3 headers/seawall + deadline + metrics", h, &|q| {
             let svc = with_deadline_metrics().layer(noop());
@@ -414,7 +440,7 @@ fn batched(n: u64, rounds: u32) {
 fn clock_reads() {
     use seawall::time::{Clock, SystemClock};
     const N: u32 = 1_000_000;
-    let cases: [(&str, &dyn Fn()); 3] = [
+    let cases: [(&str, &dyn Fn()); 4] = [
         ("empty loop", &|| {
             (0..N).for_each(|i| {
                 black_box(i);
@@ -425,13 +451,18 @@ fn clock_reads() {
                 black_box(SystemClock.now());
             })
         }),
+        ("seawall CoarseClock::now", &|| {
+            (0..N).for_each(|_| {
+                black_box(CoarseClock.now());
+            })
+        }),
         ("tokio Instant::now", &|| {
             (0..N).for_each(|_| {
                 black_box(tokio::time::Instant::now());
             })
         }),
     ];
-    let mut best = [f64::MAX; 3];
+    let mut best = [f64::MAX; 4];
     for _ in 0..11 {
         for (i, (_, run)) in cases.iter().enumerate() {
             let t0 = cpu_ns();

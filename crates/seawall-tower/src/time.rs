@@ -10,6 +10,10 @@
 //! with `.with_clock(TokioClock)` and both read one time: a test of your own service can
 //! advance an hour of retries, backoffs and deadlines in microseconds, deterministically.
 //!
+//! In production, `.with_clock(seawall::time::CoarseClock)` trades the clock's resolution for
+//! the cost of its read: the kernel's tick (1–10 ms) instead of nanoseconds, a few nanoseconds
+//! instead of a few tens per call on the success path (`BENCHMARKS-client.md`).
+//!
 //! ```
 //! use seawall_tower::client::RetryLayer;
 //! use seawall_tower::time::TokioClock;

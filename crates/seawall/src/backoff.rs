@@ -8,8 +8,9 @@
 //! one at t + 300 ms, a bigger one at t + 700 ms; Brooker, "Exponential Backoff And Jitter", AWS
 //! Architecture Blog, 2015). Full jitter draws the wait uniformly from
 //! `[0, min(cap, base · 2^(retry-1)))`, which is the only variant that spreads load evenly rather
-//! than merely delaying the collision. Equal, decorrelated, gRPC-style (±20 %) and no jitter are
-//! here for comparison in the simulator.
+//! than merely delaying the collision. gRPC's retry backoff is full jitter too (gRFC A6: "a random
+//! delay between 0 and the current backoff"). Equal, decorrelated, ±20 % (gRPC's *connection*
+//! backoff) and no jitter are here for comparison in the simulator.
 //!
 //! # Defaults and their source
 //!
@@ -47,12 +48,26 @@ pub enum Jitter {
     Full,
     /// `ceiling/2 + U[0,1) · ceiling/2`.
     Equal,
-    /// `min(cap, U[base, 3 · previous wait))` — AWS's "decorrelated jitter".
+    /// `min(cap, U[base, 3 · max(previous wait, base)))` — AWS's "decorrelated jitter"
+    /// (Brooker, "Exponential Backoff And Jitter": `sleep = min(cap, random_between(base, sleep
+    /// · 3))` with `sleep` starting at `base`). The first retry is jittered too, over
+    /// `[base, 3 · base)`: clients that failed together must not retry together.
     Decorrelated,
-    /// `ceiling · U[0.8, 1.2)` — gRPC's retry backoff (gRFC A6, ±20 %). May exceed the cap by 20 %.
-    Grpc,
+    /// `ceiling · U[0.8, 1.2)` — the ±20 % of gRPC's *connection* backoff (gRPC's
+    /// `doc/connection-backoff.md`: `JITTER = 0.2`, the wait is the current backoff plus
+    /// `UniformRandom(-JITTER · backoff, JITTER · backoff)`). It is not gRPC's retry backoff,
+    /// which is full jitter (gRFC A6): use [`Jitter::Full`] for that. May exceed the cap by 20 %.
+    GrpcConnection,
     /// Exactly the ceiling: synchronised clients stay synchronised. For comparison only.
     None,
+}
+
+impl Jitter {
+    /// The old name of [`Jitter::GrpcConnection`]: the ±20 % is gRPC's connection backoff, not
+    /// its retry backoff (which is [`Jitter::Full`]).
+    #[deprecated(note = "renamed `Jitter::GrpcConnection`; gRPC's retry backoff is `Jitter::Full`")]
+    #[allow(non_upper_case_globals)]
+    pub const Grpc: Jitter = Jitter::GrpcConnection;
 }
 
 /// Exponential backoff with a cap, a separate base for throttling, and jitter.
@@ -164,11 +179,13 @@ impl Backoff {
             Jitter::Equal => ceiling / 2 + (ceiling / 2).mul_f64(rng.next_f64()),
             Jitter::Decorrelated => {
                 let base = if throttled { self.throttle_base } else { self.base };
-                let hi = previous.saturating_mul(3).max(base);
+                // `sleep` starts at `base` (the first retry passes `previous = 0`), so the first
+                // retry draws from [base, 3·base) like every later one, not exactly `base`.
+                let hi = previous.max(base).saturating_mul(3);
                 let d = base + (hi - base).mul_f64(rng.next_f64());
                 d.min(self.cap)
             }
-            Jitter::Grpc => ceiling.mul_f64(0.8 + 0.4 * rng.next_f64()),
+            Jitter::GrpcConnection => ceiling.mul_f64(0.8 + 0.4 * rng.next_f64()),
             Jitter::None => ceiling,
         }
     }
@@ -240,6 +257,57 @@ mod tests {
             (0..1000).map(|_| b.delay(4, false, Duration::ZERO, &mut rng)).collect();
         let mean = waits.iter().map(|d| d.as_secs_f64()).sum::<f64>() / 1000.0;
         assert!((mean - 0.2).abs() < 0.02, "mean of U[0, 400ms) ≈ 200 ms, got {mean}");
+    }
+
+    /// Issue 19: a thousand clients that fail at the same instant, each with its own random
+    /// stream (as the policy hands out: one `SeedSource`, one stream per call), must not all
+    /// pick the same first decorrelated wait. Mutation checked: the old first retry (`hi =
+    /// max(3 · previous, base)`, i.e. exactly `base` when `previous` is 0) makes every wait
+    /// 100 ms and fails.
+    #[test]
+    fn decorrelated_jitters_the_first_retry() {
+        let base = Duration::from_millis(100);
+        let b = Backoff::new(Jitter::Decorrelated, base, Duration::from_secs(20), 2.0).unwrap();
+        let seeds = crate::rng::SeedSource::new(19);
+        let mut waits: Vec<Duration> =
+            (0..1000).map(|_| b.delay(1, false, Duration::ZERO, &mut seeds.stream())).collect();
+        assert!(waits.iter().all(|w| (base..base * 3).contains(w)), "in [base, 3·base)");
+        waits.sort();
+        let distinct = waits.windows(2).filter(|w| w[0] != w[1]).count() + 1;
+        assert_eq!(distinct, 1000, "no two clients wait the same");
+        // Spread over the range, not bunched: the middle half spans about 100 ms of the 200.
+        let iqr = waits[749] - waits[250];
+        assert!(iqr > Duration::from_millis(80), "interquartile range {iqr:?}");
+        // The throttling base is jittered the same way.
+        let t = b.with_throttle_base(Duration::from_secs(1)).unwrap();
+        let a = t.delay(1, true, Duration::ZERO, &mut seeds.stream());
+        let c = t.delay(1, true, Duration::ZERO, &mut seeds.stream());
+        assert_ne!(a, c);
+        assert!(a >= Duration::from_secs(1) && a < Duration::from_secs(3));
+    }
+
+    #[test]
+    fn decorrelated_grows_from_the_previous_wait() {
+        let base = Duration::from_millis(100);
+        let b = Backoff::new(Jitter::Decorrelated, base, Duration::from_secs(20), 2.0).unwrap();
+        let mut rng = SeededRng::new(5);
+        for _ in 0..200 {
+            let d = b.delay(3, false, Duration::from_secs(2), &mut rng);
+            assert!(d >= base && d < Duration::from_secs(6), "{d:?}");
+        }
+    }
+
+    #[test]
+    #[allow(deprecated)]
+    fn grpc_is_the_old_name_of_grpc_connection() {
+        assert_eq!(Jitter::Grpc, Jitter::GrpcConnection);
+        let b = Backoff::new(Jitter::Grpc, Duration::from_secs(1), Duration::from_secs(120), 1.6)
+            .unwrap();
+        let mut rng = SeededRng::new(2);
+        for _ in 0..200 {
+            let d = b.delay(1, false, Duration::ZERO, &mut rng);
+            assert!(d >= Duration::from_millis(800) && d < Duration::from_millis(1200), "{d:?}");
+        }
     }
 
     proptest! {

@@ -186,6 +186,68 @@ impl Clock for SystemClock {
     }
 }
 
+/// A cheaper, coarser [`SystemClock`]: on Linux `CLOCK_MONOTONIC_COARSE`, the kernel's
+/// timekeeping as of its last tick, read from the vDSO without reading the CPU's counter.
+///
+/// # Why a coarse clock
+///
+/// A layer on the success path reads its clock once per call; [`SystemClock`]'s read is a
+/// large share of what the layer costs when the service below answers at once. The coarse
+/// clock is the same clock (same epoch: its instants compare with [`SystemClock`]'s) seen at
+/// the resolution of the kernel's tick — [`CoarseClock::resolution`], 1–10 ms depending on the
+/// kernel's `HZ` — so it is never ahead of [`SystemClock`] and at most one tick behind. Use it
+/// where decisions are made in milliseconds anyway (deadlines of tens of milliseconds and up,
+/// budget windows of seconds) and the call rate makes the read count; keep [`SystemClock`] to
+/// time things shorter than a few ticks. The timers that wait (tokio's) are not affected: only
+/// the instants decisions are taken at.
+///
+/// Elsewhere than Linux it is [`SystemClock`].
+///
+/// ```
+/// use seawall::time::{Clock, CoarseClock, SystemClock};
+///
+/// let (coarse, fine) = (CoarseClock.now(), SystemClock.now());
+/// assert!(coarse <= fine, "never ahead of the fine clock");
+/// assert!(CoarseClock::resolution() > std::time::Duration::ZERO);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CoarseClock;
+
+impl CoarseClock {
+    /// How far apart its readings step (the kernel's tick on Linux; 1 ns elsewhere).
+    pub fn resolution() -> Duration {
+        coarse_resolution()
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn coarse_resolution() -> Duration {
+    let t = rustix::time::clock_getres(rustix::time::ClockId::MonotonicCoarse);
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn coarse_resolution() -> Duration {
+    Duration::from_nanos(1)
+}
+
+impl Clock for CoarseClock {
+    #[cfg(target_os = "linux")]
+    #[inline]
+    fn now(&self) -> Instant {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicCoarse);
+        // Non-negative, as for CLOCK_MONOTONIC, of which it is the tick-resolution view.
+        let (secs, nanos) = (t.tv_sec as u64, t.tv_nsec as u64);
+        Instant(secs.saturating_mul(1_000_000_000).saturating_add(nanos))
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    #[inline]
+    fn now(&self) -> Instant {
+        raw_now()
+    }
+}
+
 /// A clock that moves only when told to. Cloning shares the same time.
 ///
 /// Its calendar time ([`Clock::wall_time`]) is the Unix epoch plus its reading: set it to
@@ -272,6 +334,30 @@ mod tests {
         // Before the anchor too.
         let earlier = SystemClock::instant_of(now) - Duration::from_millis(5);
         assert_eq!(SystemClock::instant_of(SystemClock::to_std(earlier)), earlier);
+    }
+
+    /// The coarse clock is `SystemClock` seen at tick resolution: never ahead of it, never
+    /// backwards, and (minimum over many tries, so a preemption between two reads does not
+    /// count) within a few ticks of it, and stepping by ticks (consecutive reads repeat). On
+    /// Linux only, where it differs from `SystemClock`. Mutation checked: reading
+    /// `CLOCK_MONOTONIC` instead fails (no two reads repeat).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn coarse_clock_is_the_system_clock_at_tick_resolution() {
+        let res = CoarseClock::resolution();
+        assert!(res > Duration::ZERO && res <= Duration::from_millis(100), "{res:?}");
+        let mut last = CoarseClock.now();
+        let (mut closest, mut repeats) = (Duration::MAX, 0);
+        for _ in 0..1_000 {
+            let (coarse, fine) = (CoarseClock.now(), SystemClock.now());
+            assert!(coarse <= fine, "coarse {coarse:?} ahead of {fine:?}");
+            assert!(coarse >= last, "went back");
+            repeats += usize::from(coarse == last);
+            last = coarse;
+            closest = closest.min(fine - coarse);
+        }
+        assert!(closest <= res * 2, "{closest:?} apart at resolution {res:?}");
+        assert!(repeats > 0, "1 000 reads within microseconds all differ: not tick-resolution");
     }
 
     #[test]

@@ -30,8 +30,9 @@ const ACCEPTS: usize = 1;
 ///
 /// Mapping to the [`Budget`] protocol: every [`Budget::admit`] (first attempts and retries: both
 /// are requests the application layer attempted) counts a request, after drawing its decision
-/// from the history before it; every [`Budget::record`] with [`AttemptOutcome::Answered`] counts
-/// an accept. [`Budget::withdraw`] always allows: this throttle acts in `admit`, on retries and
+/// from the history before it; every [`Budget::record`] with [`AttemptOutcome::Answered`] or
+/// [`AttemptOutcome::Rejected`] (a non-retryable answer such as a 404, which the backend chose to
+/// give rather than refused under load) counts an accept. [`Budget::withdraw`] always allows: this throttle acts in `admit`, on retries and
 /// first attempts alike (pair it with a policy's attempt cap).
 ///
 /// The window is 12 slots of `window / 12` (10 s by default) plus the slot in progress, so it
@@ -127,7 +128,9 @@ impl Budget for AdaptiveThrottle {
     }
 
     fn record(&self, now: Instant, _: Option<Withdrawal>, outcome: AttemptOutcome) {
-        if outcome == AttemptOutcome::Answered {
+        // A non-retryable answer (a 404) is still one the backend accepted to give: the book's
+        // `accepts` are the requests the backend did not reject for overload.
+        if matches!(outcome, AttemptOutcome::Answered | AttemptOutcome::Rejected) {
             let _ = self.counts.incr(ACCEPTS, self.clock.generation(now));
         }
     }
@@ -177,6 +180,20 @@ mod tests {
         assert_eq!(t.counts(at(129)), (11, 0));
         assert_eq!(t.counts(at(130)), (0, 0));
         assert!(t.admit(at(130), false, 0.0));
+    }
+
+    /// A 404 is an answer the backend chose to give, not a refusal: it counts as an accept, a
+    /// failure does not. Mutation checked: counting only `Answered` gives (3, 1).
+    #[test]
+    fn non_retryable_answers_are_accepts() {
+        let t = AdaptiveThrottle::default();
+        t.admit(at(0), false, 0.5);
+        t.record(at(0), None, AttemptOutcome::Rejected);
+        t.admit(at(0), false, 0.5);
+        t.record(at(0), None, AttemptOutcome::Answered);
+        t.admit(at(0), false, 0.5);
+        t.record(at(0), None, AttemptOutcome::Failed(RetryCause::Throttled));
+        assert_eq!(t.counts(at(0)), (3, 2));
     }
 
     #[test]

@@ -47,8 +47,14 @@ impl AwsRetryCosts {
 /// (`NoRetryIncrement` 1, refund on a successful retry).
 ///
 /// Mapping to the [`Budget`] protocol:
-/// - "success" is [`AttemptOutcome::Answered`] (the SDKs refund on any attempt that returned no
-///   error; an answer such as a 404 says nothing against the dependency either way);
+/// - only [`AttemptOutcome::Answered`] (a success) credits the bucket. A non-retryable answer
+///   ([`AttemptOutcome::Rejected`]: a 400, a 404) credits nothing and refunds nothing, exactly as
+///   the SDKs do: botocore's `RetryQuotaChecker.release_retry_quota` (`botocore/retries/standard.py`)
+///   releases quota only when the final HTTP status is in `200..300`, and smithy-rs's
+///   `StandardRetryStrategy::should_attempt_retry` (`aws-smithy-runtime`, `client/retries/strategy/standard.rs`)
+///   releases the retry permit or adds the success reward only `if !ctx.is_failed()` — a modelled
+///   4xx error is a failed attempt. A dependency answering a mix of 5xx and 4xx therefore drains
+///   the bucket as fast as the SDKs' would;
 /// - a withdrawal whose retry is never sent ([`Budget::release`]) is not refunded, as in the SDKs,
 ///   where a retry token acquired before a cancelled backoff sleep is dropped.
 ///
@@ -139,6 +145,8 @@ impl Budget for AwsRetryQuota {
     }
 
     fn record(&self, _: Instant, paid_by: Option<Withdrawal>, outcome: AttemptOutcome) {
+        // Only a success credits: a non-retryable answer (`Rejected`), a failure or an abandoned
+        // attempt leaves the bucket as it is (the SDKs release quota on a 2xx only).
         if outcome != AttemptOutcome::Answered {
             return;
         }

@@ -139,6 +139,8 @@ impl Budget for EnvoyRetryBudget {
             .map(|_| Withdrawal::new(1))
     }
 
+    /// Any outcome, a non-retryable answer included, ends the attempt the same way: Envoy's
+    /// budget bounds only how many retries are in flight, never what they answered.
     fn record(&self, _: Instant, paid_by: Option<Withdrawal>, _: AttemptOutcome) {
         decrement(&self.active);
         if paid_by.is_some_and(|w| w.cost() > 0) {

@@ -8,6 +8,8 @@ use crate::time::Instant;
 
 /// gRFC A6 retry throttling. Tokens start at `max_tokens`; each failed attempt takes 1; each
 /// successful one gives back `token_ratio`; retries are allowed only while tokens > `max_tokens`/2.
+/// An attempt ending in a status that is not retryable ([`AttemptOutcome::Rejected`]) leaves the
+/// tokens as they are: it is neither a success nor a retryable failure.
 ///
 /// Source: gRFC A6 "gRPC Retry Design", *Throttling Retry Attempts and Hedged RPCs*:
 /// `maxTokens` in (0, 1000], `tokenRatio` > 0 with three decimal places kept. seawall's defaults
@@ -106,7 +108,12 @@ impl Budget for GrpcThrottle {
                     (t > 0).then(|| t.saturating_sub(1000))
                 });
             }
-            AttemptOutcome::Abandoned => {}
+            // gRFC A6 counts only two kinds of RPC: one that fails with a status in
+            // `retryableStatusCodes` (or with pushback) takes a token, a successful one gives back
+            // `tokenRatio`. Any other status — INVALID_ARGUMENT, NOT_FOUND, … — does neither
+            // (gRPC C-core's retry filter records a success on OK only and returns before
+            // recording a failure for a status that is not retryable).
+            AttemptOutcome::Rejected | AttemptOutcome::Abandoned => {}
         }
     }
 }
@@ -135,6 +142,18 @@ mod tests {
         b.record(T, None, FAIL);
         b.record(T, None, AttemptOutcome::Answered);
         assert_eq!(b.tokens(), 9.123);
+    }
+
+    /// gRFC A6 counts a non-retryable status neither way. Mutation checked: counting `Rejected`
+    /// like `Answered` refills the bucket to 10 and fails.
+    #[test]
+    fn non_retryable_statuses_leave_the_tokens_alone() {
+        let b = GrpcThrottle::new(10, 0.1).unwrap();
+        b.record(T, None, FAIL);
+        for _ in 0..50 {
+            b.record(T, None, AttemptOutcome::Rejected);
+        }
+        assert_eq!(b.tokens(), 9.0);
     }
 
     #[test]

@@ -38,6 +38,11 @@
 //! | [`AdaptiveThrottle`] | Google SRE ch. 21 (2 min, K = 2) | *admit*: a draw < (requests − K·accepts) / (requests + 1) |
 //! | [`Unlimited`] | — (for comparison) | never |
 //!
+//! They also differ in how they count a non-retryable answer ([`AttemptOutcome::Rejected`]: a
+//! 404, a gRPC `INVALID_ARGUMENT`): the token buckets neither refill nor drain on it, as their
+//! sources do; the adaptive throttle counts it as an accept (the backend chose to answer); the
+//! ratio and Envoy budgets do not look at outcomes at all.
+//!
 //! They differ in what they remember: the token buckets ([`GrpcThrottle`], [`AwsRetryQuota`])
 //! remember failures until successes pay them back; the windowed ones ([`RatioBudget`],
 //! [`AdaptiveThrottle`]) forget after a fixed time; [`EnvoyRetryBudget`] remembers nothing and
@@ -93,12 +98,27 @@ pub enum RetryCause {
 }
 
 /// How an admitted attempt ended, as far as a budget cares.
+///
+/// Three kinds of answer, because the budgets' sources count them three ways: a success refills
+/// the token buckets; a retryable failure drains them; a *non-retryable* failure (a 404, a 400, a
+/// gRPC status outside `retryableStatusCodes`) does neither in gRPC (gRFC A6) nor in the AWS SDKs
+/// (which credit only a 2xx), yet it is an answer the backend chose to give, so it counts as an
+/// "accept" for adaptive throttling. Each budget documents what it does with each kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum AttemptOutcome {
-    /// The dependency answered: a success, or an answer such as a 404 that says nothing about its
-    /// health. Counts as an "accept" for adaptive throttling and a success for token buckets.
+    /// The attempt succeeded (its class was [`Class::Success`]: a 2xx or 3xx, gRPC `OK`, or
+    /// whatever a custom classifier calls a success).
+    ///
+    /// [`Class::Success`]: crate::classify::Class::Success
     Answered,
+    /// The dependency answered with a failure that another attempt would repeat (its class was
+    /// [`Class::NeverRetry`]: a 4xx other than 408/429, a 500 not retried, a gRPC status outside
+    /// `retryableStatusCodes`). It says nothing against the dependency's health, and nothing for
+    /// it either: neither a success nor a failure for the token buckets.
+    ///
+    /// [`Class::NeverRetry`]: crate::classify::Class::NeverRetry
+    Rejected,
     /// The attempt failed in a way that suggests the dependency is unhealthy.
     Failed(RetryCause),
     /// The caller gave up before an answer (cancelled). Counts as neither.

@@ -166,6 +166,9 @@ impl Budget for RatioBudget {
         }
     }
 
+    /// Outcomes do not matter here, a non-retryable answer included: like Finagle's
+    /// `RetryBudget` and tower's `TpsBudget`, the budget is earned by requests sent (`admit`)
+    /// and spent by retries (`withdraw`), whatever the answers were.
     fn record(&self, _: Instant, _: Option<Withdrawal>, _: super::AttemptOutcome) {}
 }
 

@@ -357,7 +357,13 @@ impl<B: Budget> RetryPolicy<B> {
             Class::Retryable(_) => Some(RetryCause::Transient),
             Class::Throttled | Class::Overloaded => Some(RetryCause::Throttled),
         };
-        let outcome = cause.map_or(AttemptOutcome::Answered, AttemptOutcome::Failed);
+        // Three kinds of answer, not two: a non-retryable failure (a 404, INVALID_ARGUMENT) is
+        // neither a success nor a failure for the token buckets (see `AttemptOutcome`).
+        let outcome = match (class, cause) {
+            (_, Some(c)) => AttemptOutcome::Failed(c),
+            (Class::Success, None) => AttemptOutcome::Answered,
+            (_, None) => AttemptOutcome::Rejected,
+        };
         self.budget.record(now, call.paid.take(), outcome);
         if let (Some(b), Some(p)) = (&self.breaker, call.permit.take()) {
             let draw = self.rng(call).next_f64();
