@@ -203,3 +203,35 @@ fn sigkill_of_the_lab_still_stops_every_process_of_the_config() {
         "{pids:?} survived SIGKILL of the lab"
     );
 }
+
+#[test]
+fn a_run_the_generator_could_not_send_is_marked_a_lower_bound_in_words() {
+    let (dep, _server) = http_server();
+    let (edge, lab_proxy) = (free_port(), free_port());
+    let out = tempdir("saturated");
+    let pids = out.join("pids");
+    // One request in flight at most, each held 300 ms by the fault: most of 40 rps cannot be
+    // sent, and the lab must say that its figures are lower bounds.
+    let run = seawall()
+        .args(["lab", "--target", &format!("http://127.0.0.1:{edge}/")])
+        .args(["--proxy", &format!("dep=127.0.0.1:{lab_proxy},127.0.0.1:{dep}")])
+        .args(["--fault", "dep:slow:3@0,latency=300", "--duration", "3", "--rate", "40"])
+        .args(["--max-in-flight", "1"])
+        .arg("--config")
+        .arg(format!("tiny={}", stack_command(edge, lab_proxy, &pids)))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let fig = read_json(&out.join("target.json"));
+    assert_eq!(fig[0]["lower_bound"], true, "{fig}");
+    assert!(fig[0]["saturation"]["dropped"].as_u64().unwrap() >= 60, "{fig}");
+    let results = read_json(&out.join("results.json"));
+    let words = results["description"].as_str().unwrap();
+    assert!(
+        words.contains("tiny: capped by this machine") && words.contains("lower bounds"),
+        "{words}"
+    );
+    assert!(String::from_utf8_lossy(&run.stdout).contains("≥"), "the table marks it");
+}

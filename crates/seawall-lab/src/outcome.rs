@@ -30,7 +30,7 @@ impl LabOutcome {
     /// The lab's figures as a plain-text table, one row per configuration.
     pub fn figures_table(&self) -> String {
         let mut s = String::from(
-            "config     attempts/edge-req(fault)  goodput/s  offered/s  budget-refusals  shed  lag(s)  cpu peak  client attempts edge/gateway/order  pg copies/oldest(s)\n",
+            "config     attempts/edge-req(fault)  goodput/s  offered/s  budget-refusals  shed  lag(s)  cpu mean  client attempts edge/gateway/order  pg copies/oldest(s)\n",
         );
         for (run, f) in self.results.runs.iter().zip(&self.figures) {
             s.push_str(&format!(
@@ -47,7 +47,7 @@ impl LabOutcome {
                 f.budget_refusals,
                 f.shed,
                 f.max_lag_s,
-                f.saturation.cpu_peak.map_or("—".into(), |c| format!("{:.0} %", c * 100.0)),
+                f.saturation.cpu_mean.map_or("—".into(), |c| format!("{:.0} %", c * 100.0)),
                 format!(
                     "{}/{}/{}",
                     f.client_attempts[0], f.client_attempts[1], f.client_attempts[2]

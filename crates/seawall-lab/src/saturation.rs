@@ -14,8 +14,9 @@ use std::time::Duration;
 pub const LAG_BOUND: Duration = Duration::from_millis(100);
 /// Share of requests dropped by the generator beyond which the load was not the one asked.
 pub const DROP_BOUND: f64 = 0.01;
-/// Machine CPU busy share (over a second) at or beyond which the machine is saturated.
-pub const CPU_BOUND: f64 = 0.95;
+/// Machine CPU busy share, averaged over the run, at or beyond which the machine is
+/// saturated (the mean, not one busy second: a neighbour's burst is not a capped run).
+pub const CPU_BOUND: f64 = 0.9;
 
 /// The machine's CPU counters (`/proc/stat`, first line), in clock ticks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -169,7 +170,8 @@ mod tests {
         assert!(lag.sentence("baseline").contains("200 ms behind"), "{}", lag.sentence("b"));
         assert!(Saturation { dropped: 11, ..ok }.is_lower_bound());
         assert!(!Saturation { dropped: 10, ..ok }.is_lower_bound());
-        assert!(Saturation { cpu_peak: Some(0.96), ..ok }.is_lower_bound());
+        assert!(!Saturation { cpu_peak: Some(1.0), ..ok }.is_lower_bound(), "one busy second");
+        assert!(Saturation { cpu_mean: Some(0.92), ..ok }.is_lower_bound());
     }
 
     #[test]

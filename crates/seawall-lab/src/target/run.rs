@@ -68,7 +68,7 @@ impl TargetOutcome {
     /// Attempts per edge request at each dependency, before / during / after the fault.
     pub fn figures_table(&self) -> String {
         let mut s = String::from(
-            "config     dependency   per edge request: before  during  after   requests  lag(ms)  dropped  cpu peak\n",
+            "config     dependency   per edge request: before  during  after   requests  lag(ms)  dropped  cpu mean\n",
         );
         for f in &self.figures {
             let mark = if f.lower_bound { "≥" } else { "" };
@@ -83,7 +83,7 @@ impl TargetOutcome {
                     d.requests,
                     f.saturation.max_lag_s * 1000.0,
                     f.saturation.dropped,
-                    f.saturation.cpu_peak.map_or("—".into(), |c| format!("{:.0} %", c * 100.0)),
+                    f.saturation.cpu_mean.map_or("—".into(), |c| format!("{:.0} %", c * 100.0)),
                 ));
             }
         }
