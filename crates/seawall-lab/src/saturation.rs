@@ -127,11 +127,8 @@ impl Saturation {
         if self.offered > 0 && self.dropped as f64 > DROP_BOUND * self.offered as f64 {
             out.push(format!("it could not send {} of {} requests", self.dropped, self.offered));
         }
-        if let Some(p) = self.cpu_peak.filter(|p| *p >= CPU_BOUND) {
-            out.push(format!(
-                "the machine's CPU was {:.0} % busy in its busiest second",
-                p * 100.0
-            ));
+        if let Some(m) = self.cpu_mean.filter(|m| *m >= CPU_BOUND) {
+            out.push(format!("the machine's CPU was {:.0} % busy over the run", m * 100.0));
         }
         out
     }
