@@ -21,6 +21,13 @@ pub(crate) struct Args {
     /// through --proxy, one run per --config; writes the same results.json and report.html.
     #[arg(long, value_name = "URL")]
     target: Option<String>,
+    /// A lab file instead of --target, --proxy, --fault and --config (and --rate, --duration,
+    /// --at, --deadline-ms, --max-in-flight, --ready-timeout, --seed: the file's, or their
+    /// defaults): JSON {"target": URL, "proxies": [..], "faults": [..], "configs": [..],
+    /// "rate", "duration_s", "at_s", "deadline_ms", "max_in_flight", "ready_timeout_s",
+    /// "seed"}, the same strings as the flags.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["target", "proxies", "faults", "configs"])]
+    file: Option<PathBuf>,
     /// With --target: NAME=LISTEN,UPSTREAM[,tcp|http] (repeatable): a fault-injecting proxy
     /// (`seawall proxy`) on LISTEN in front of the dependency at UPSTREAM; point your stack at
     /// LISTEN. Both loopback. HTTP unless `tcp`.
@@ -180,8 +187,24 @@ fn target_params(args: &Args, url: &str) -> anyhow::Result<TargetParams> {
     Ok(p)
 }
 
-fn run_target(args: &Args, url: &str) -> anyhow::Result<ExitCode> {
-    let params = target_params(args, url)?;
+fn run_target(args: &Args, url: Option<&str>) -> anyhow::Result<ExitCode> {
+    let params = match (url, &args.file) {
+        (Some(url), _) => target_params(args, url)?,
+        (None, Some(path)) => {
+            let mut text = String::new();
+            std::fs::File::open(path)
+                .and_then(|f| {
+                    std::io::Read::read_to_string(
+                        &mut std::io::Read::take(f, seawall_lab::target::MAX_FILE as u64 + 1),
+                        &mut text,
+                    )
+                })
+                .with_context(|| format!("--file {}", path.display()))?;
+            TargetParams::from_json(&text)?
+        }
+        (None, None) => anyhow::bail!("--target URL or --file PATH"),
+    };
+    let url = params.url.as_str();
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let exe = std::env::current_exe().context("locating the seawall binary")?;
@@ -226,8 +249,8 @@ fn run_target(args: &Args, url: &str) -> anyhow::Result<ExitCode> {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if let Some(url) = args.target.clone() {
-        return run_target(&args, &url);
+    if args.target.is_some() || args.file.is_some() {
+        return run_target(&args, args.target.as_deref());
     }
     let params = params(&args)?;
     std::fs::create_dir_all(&args.out)

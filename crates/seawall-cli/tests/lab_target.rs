@@ -100,6 +100,13 @@ fn bad_input_and_a_failing_command_are_clear_errors() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(why), "{args:?}: {why:?} not in {err}");
     }
+    // A lab file is parsed as strictly as the flags.
+    let file = tempdir("file").join("lab.json");
+    std::fs::write(&file, r#"{"target": "http://127.0.0.1:1/", "retries": 3}"#).unwrap();
+    let out = seawall().args(["lab", "--file"]).arg(&file).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--file") && err.contains("unknown field `retries`"), "{err}");
     // A command that exits before the target answers: named, with its log.
     let out_dir = tempdir("fails");
     let edge = free_port();

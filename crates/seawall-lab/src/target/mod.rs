@@ -299,6 +299,83 @@ impl TargetParams {
     }
 }
 
+/// Largest lab file read.
+pub const MAX_FILE: usize = 1 << 20;
+
+/// A lab file: the flags of `seawall lab --target`, as JSON (unknown fields refused).
+///
+/// ```
+/// let p = seawall_lab::target::TargetParams::from_json(r#"{
+///   "target": "http://127.0.0.1:8080/checkout",
+///   "proxies": ["db=127.0.0.1:7000,127.0.0.1:5432,tcp"],
+///   "faults": ["db:fail:10"],
+///   "configs": ["before=./start.sh --retries 3", "after=./start.sh --seawall"],
+///   "rate": 200, "duration_s": 30
+/// }"#)?;
+/// assert_eq!((p.configs.len(), p.rate), (2, 200.0));
+/// # Ok::<(), seawall_lab::LabError>(())
+/// ```
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LabFile {
+    target: String,
+    #[serde(default)]
+    proxies: Vec<String>,
+    #[serde(default)]
+    faults: Vec<String>,
+    #[serde(default)]
+    configs: Vec<String>,
+    rate: Option<f64>,
+    duration_s: Option<f64>,
+    at_s: Option<f64>,
+    deadline_ms: Option<u64>,
+    max_in_flight: Option<usize>,
+    ready_timeout_s: Option<f64>,
+    seed: Option<u64>,
+}
+
+fn secs(what: &'static str, s: f64) -> Result<Duration, LabError> {
+    if s.is_finite() && (0.0..=3600.0).contains(&s) {
+        Ok(Duration::from_secs_f64(s))
+    } else {
+        Err(LabError::bad_input(what, format!("in [0, 3600] s, got {s}")))
+    }
+}
+
+impl TargetParams {
+    /// Parses a lab file (see [`MAX_FILE`]; the same strings as the flags, checked the same
+    /// way, then [`validate`](Self::validate)d).
+    pub fn from_json(text: &str) -> Result<TargetParams, LabError> {
+        if text.len() > MAX_FILE {
+            return Err(LabError::bad_input("--file", format!("larger than {MAX_FILE} bytes")));
+        }
+        let f: LabFile =
+            serde_json::from_str(text).map_err(|e| LabError::bad_input("--file", e.to_string()))?;
+        let mut p = TargetParams::new(&f.target)?;
+        if let Some(s) = f.seed {
+            p.seed = s;
+        }
+        for s in &f.proxies {
+            p.add_proxy(s)?;
+        }
+        for s in &f.faults {
+            p.add_fault(s)?;
+        }
+        for s in &f.configs {
+            p.add_config(s)?;
+        }
+        p.rate = f.rate.unwrap_or(p.rate);
+        p.duration = f.duration_s.map_or(Ok(p.duration), |s| secs("duration_s", s))?;
+        p.at = f.at_s.map_or(Ok(p.at), |s| secs("at_s", s))?;
+        p.deadline = f.deadline_ms.map_or(p.deadline, Duration::from_millis);
+        p.max_in_flight = f.max_in_flight.unwrap_or(p.max_in_flight);
+        p.ready_timeout =
+            f.ready_timeout_s.map_or(Ok(p.ready_timeout), |s| secs("ready_timeout_s", s))?;
+        p.validate()?;
+        Ok(p)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,5 +414,19 @@ mod tests {
         assert!(e(p.add_config("x=")).contains("command"));
         p.add_fault("db:fail:1@30").unwrap();
         assert!(e(p.validate()).contains("after the load ends"));
+    }
+
+    #[test]
+    fn lab_files_are_strict() {
+        let f = |s: &str| TargetParams::from_json(s).map(|_| ()).unwrap_err().to_string();
+        assert!(f(r#"{"target":"http://127.0.0.1:1/","bogus":1}"#).contains("unknown field"));
+        assert!(f(r#"{"target":"http://192.168.0.1/"}"#).contains("loopback"));
+        assert!(f(r#"{"target":"http://127.0.0.1:1/","duration_s":-1}"#).contains("duration_s"));
+        assert!(
+            f(r#"{"target":"http://127.0.0.1:1/","faults":["x:fail:1"]}"#).contains("no --proxy")
+        );
+        assert!(f(&" ".repeat(MAX_FILE + 1)).contains("larger"));
+        let p = TargetParams::from_json(r#"{"target":"http://127.0.0.1:1/","at_s":2}"#).unwrap();
+        assert_eq!((p.at, p.configs.len()), (Duration::from_secs(2), 0));
     }
 }
