@@ -238,14 +238,7 @@ fn run_target(args: &Args, url: Option<&str>) -> anyhow::Result<ExitCode> {
     let html = seawall_report::render_html(&out.results);
     std::fs::write(args.out.join("report.html"), html).context("writing report.html")?;
     let tables = format!("{}\n{}", seawall_report::render_table(&out.results), out.figures_table());
-    if args.json {
-        print!("{json}");
-        eprint!("{tables}");
-    } else {
-        print!("{tables}");
-        println!("wrote {}", args.out.join("report.html").display());
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(show(args, &json, &tables))
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -296,6 +289,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         out.figures_table(),
         out.gap_table()
     );
+    Ok(show(&args, &json, &tables))
+}
+
+/// Prints results.json (with --json; the tables to stderr) or the tables and where the report is.
+fn show(args: &Args, json: &str, tables: &str) -> ExitCode {
     if args.json {
         print!("{json}");
         eprint!("{tables}");
@@ -303,7 +301,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         print!("{tables}");
         println!("wrote {}", args.out.join("report.html").display());
     }
-    Ok(ExitCode::SUCCESS)
+    ExitCode::SUCCESS
 }
 
 pub(crate) fn run_reaper(args: ReaperArgs) -> anyhow::Result<ExitCode> {

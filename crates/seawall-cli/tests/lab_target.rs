@@ -11,7 +11,7 @@ mod lab_support;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use lab_support::{Guard, alive, free_port, http_server, read_json, seawall, wait_for};
+use lab_support::{Guard, alive, free_port, http_server, lab_on, read_json, seawall, wait_for};
 
 /// `--config NAME='…'`: a `seawall proxy` on `edge` forwarding to `upstream`, after a `sleep`
 /// left in the background; the shell's and the sleep's pids go to `pids`.
@@ -30,9 +30,7 @@ fn runs_each_config_and_reports_the_fault_through_the_named_proxy() {
     let (edge, lab_proxy) = (free_port(), free_port());
     let out = tempdir("report");
     let pids = out.join("pids");
-    let run = seawall()
-        .args(["lab", "--target", &format!("http://127.0.0.1:{edge}/checkout")])
-        .args(["--proxy", &format!("dep=127.0.0.1:{lab_proxy},127.0.0.1:{dep}")])
+    let run = lab_on(edge, "/checkout", lab_proxy, dep)
         .args(["--fault", "dep:fail:2@2", "--duration", "6", "--rate", "40"])
         .arg("--config")
         .arg(format!("direct={}", stack_command(edge, lab_proxy, &pids)))
@@ -157,9 +155,7 @@ fn lab_then(signal: &str) -> (Vec<u32>, std::process::ExitStatus) {
     let (edge, lab_proxy) = (free_port(), free_port());
     let out = tempdir(signal);
     let pids = out.join("pids");
-    let child = seawall()
-        .args(["lab", "--target", &format!("http://127.0.0.1:{edge}/")])
-        .args(["--proxy", &format!("dep=127.0.0.1:{lab_proxy},127.0.0.1:{dep}")])
+    let child = lab_on(edge, "/", lab_proxy, dep)
         .args(["--fault", "dep:fail:5", "--duration", "30", "--rate", "20"])
         .arg("--config")
         .arg(format!("s={}", stack_command(edge, lab_proxy, &pids)))
@@ -219,9 +215,7 @@ fn a_run_the_generator_could_not_send_is_marked_a_lower_bound_in_words() {
     let pids = out.join("pids");
     // One request in flight at most, each held 300 ms by the fault: most of 40 rps cannot be
     // sent, and the lab must say that its figures are lower bounds.
-    let run = seawall()
-        .args(["lab", "--target", &format!("http://127.0.0.1:{edge}/")])
-        .args(["--proxy", &format!("dep=127.0.0.1:{lab_proxy},127.0.0.1:{dep}")])
+    let run = lab_on(edge, "/", lab_proxy, dep)
         .args(["--fault", "dep:slow:3@0,latency=300", "--duration", "3", "--rate", "40"])
         .args(["--max-in-flight", "1"])
         .arg("--config")

@@ -10,7 +10,7 @@ mod lab_support;
 
 use std::process::{Command, Stdio};
 
-use lab_support::{free_port, http_server, read_json, seawall};
+use lab_support::{free_port, http_server, lab_on, read_json};
 
 const BACKEND: &str =
     concat!(env!("CARGO_MANIFEST_DIR"), "/../seawall-lab/stack/botocore_backend.py");
@@ -43,9 +43,7 @@ fn botocore_standard_mode_multiplies_at_the_dependency_and_one_attempt_does_not(
     let cmd = |attempts: u32| {
         format!("exec python3 {BACKEND} {edge} http://127.0.0.1:{lab_proxy} {attempts}")
     };
-    let run = seawall()
-        .args(["lab", "--target", &format!("http://127.0.0.1:{edge}/checkout")])
-        .args(["--proxy", &format!("dep=127.0.0.1:{lab_proxy},127.0.0.1:{dep}")])
+    let run = lab_on(edge, "/checkout", lab_proxy, dep)
         .args(["--fault", "dep:fail:4@2", "--duration", "8", "--rate", "10"])
         .arg("--config")
         .arg(format!("botocore={}", cmd(3)))

@@ -10,7 +10,7 @@ mod lab_support;
 
 use std::path::{Path, PathBuf};
 
-use lab_support::{free_port, http_server, read_json, seawall};
+use lab_support::{free_port, http_server, lab_on, read_json};
 
 const HAPROXY: &str = include_str!("../../seawall-lab/stack/haproxy.cfg.tmpl");
 const NGINX: &str = include_str!("../../seawall-lab/stack/nginx.conf.tmpl");
@@ -106,9 +106,7 @@ fn the_lab_measures_the_third_party_product_before_and_one_attempt_after() {
         3,
     );
     let after = config(&out.join("after"), &bins, edge, nginx, lab_proxy, 0, "none", "off", 1);
-    let run = seawall()
-        .args(["lab", "--target", &format!("http://127.0.0.1:{edge}/checkout")])
-        .args(["--proxy", &format!("dep=127.0.0.1:{lab_proxy},127.0.0.1:{dep}")])
+    let run = lab_on(edge, "/checkout", lab_proxy, dep)
         .args(["--fault", "dep:fail:3@2", "--duration", "7", "--rate", "20"])
         .arg("--config")
         .arg(format!("before={before}"))

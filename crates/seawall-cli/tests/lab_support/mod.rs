@@ -106,3 +106,11 @@ pub(crate) fn read_json(path: &std::path::Path) -> serde_json::Value {
     let s = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&s).unwrap()
 }
+
+/// `seawall lab --target http://127.0.0.1:EDGE{path} --proxy dep=127.0.0.1:PROXY,127.0.0.1:DEP`.
+pub(crate) fn lab_on(edge: u16, path: &str, proxy: u16, dep: u16) -> Command {
+    let mut c = seawall();
+    c.args(["lab", "--target", &format!("http://127.0.0.1:{edge}{path}")])
+        .args(["--proxy", &format!("dep=127.0.0.1:{proxy},127.0.0.1:{dep}")]);
+    c
+}
