@@ -94,6 +94,9 @@ pub async fn run_lab(
     if pg.is_some() {
         results.description.push_str(&pg_summary(&results, &figures));
     }
+    if figures.iter().any(|f| f.saturation.is_lower_bound()) {
+        results.description.push('.');
+    }
     for (r, f) in results.runs.iter().zip(&figures) {
         results.description.push_str(&f.saturation.sentence(&r.policy));
     }
