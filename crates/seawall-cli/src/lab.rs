@@ -5,14 +5,41 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use seawall_lab::{FaultSpec, LabParams, Launcher, Stack};
+use seawall_lab::target::TargetParams;
+use seawall_lab::{FaultSpec, LabParams, LabProgress, Launcher, Stack};
 
 /// Arguments of `seawall lab`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// Configuration to run (repeatable): baseline (every tier retries) or seawall.
-    #[arg(long = "config", value_name = "baseline|seawall")]
+    /// Configuration to run (repeatable): baseline (every tier retries) or seawall. With
+    /// --target: NAME='COMMAND', a configuration of your stack, started with `sh -c COMMAND` in
+    /// a process group of its own and stopped (SIGTERM, then SIGKILL) after its run, on error
+    /// and on Ctrl-C; or NAME alone for a stack you started yourself.
+    #[arg(long = "config", value_name = "baseline|seawall|NAME=COMMAND")]
     configs: Vec<String>,
+    /// Run the lab on your own stack: open-loop load at this edge URL (loopback only), faults
+    /// through --proxy, one run per --config; writes the same results.json and report.html.
+    #[arg(long, value_name = "URL")]
+    target: Option<String>,
+    /// A lab file instead of --target, --proxy, --fault and --config (and --rate, --duration,
+    /// --at, --deadline-ms, --max-in-flight, --ready-timeout, --seed: the file's, or their
+    /// defaults): JSON {"target": URL, "proxies": [..], "faults": [..], "configs": [..],
+    /// "rate", "duration_s", "at_s", "deadline_ms", "max_in_flight", "ready_timeout_s",
+    /// "seed"}, the same strings as the flags.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["target", "proxies", "faults", "configs"])]
+    file: Option<PathBuf>,
+    /// With --target: NAME=LISTEN,UPSTREAM[,tcp|http] (repeatable): a fault-injecting proxy
+    /// (`seawall proxy`) on LISTEN in front of the dependency at UPSTREAM; point your stack at
+    /// LISTEN. Both loopback. HTTP unless `tcp`.
+    #[arg(long = "proxy", value_name = "NAME=LISTEN,UPSTREAM[,MODE]")]
+    proxies: Vec<String>,
+    /// With --target: the most edge requests in flight.
+    #[arg(long, default_value_t = 512)]
+    max_in_flight: usize,
+    /// With --target: how long a configuration's command may take before the target accepts
+    /// connections, seconds (at most 120).
+    #[arg(long, default_value_t = 30.0)]
+    ready_timeout: f64,
     /// Offered load at the edge, requests per second.
     #[arg(long, default_value_t = 160.0)]
     rate: f64,
@@ -25,9 +52,11 @@ pub(crate) struct Args {
     /// Dependency workers (capacity = workers / service time).
     #[arg(long, default_value_t = 4)]
     workers: u32,
-    /// The fault: fail|hang|slow|restart:SECONDS, or `none`.
-    #[arg(long, default_value = "fail:10", value_name = "KIND:SECONDS")]
-    fault: String,
+    /// The fault: fail|hang|slow|restart:SECONDS, or `none` (default fail:10). With --target:
+    /// PROXY:KIND:SECONDS[@START][,KEY=VALUE…] on the --proxy named PROXY, in `seawall proxy`'s
+    /// grammar (repeatable; START from the start of the load, default --at).
+    #[arg(long = "fault", value_name = "KIND:SECONDS")]
+    faults: Vec<String>,
     /// When the fault starts, seconds from the start of the load.
     #[arg(long, default_value_t = 5.0)]
     at: f64,
@@ -76,6 +105,14 @@ pub(crate) struct NodeArgs {
     max_runtime: u64,
 }
 
+/// Arguments of the hidden `seawall lab-reaper`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ReaperArgs {
+    /// The process group to stop once stdin closes.
+    #[arg(long)]
+    pgid: u32,
+}
+
 fn seconds(flag: &str, s: f64) -> anyhow::Result<Duration> {
     anyhow::ensure!(
         s.is_finite() && (0.0..=3600.0).contains(&s),
@@ -90,9 +127,15 @@ fn params(args: &Args) -> anyhow::Result<LabParams> {
     } else {
         args.configs.iter().map(|c| c.parse::<Stack>()).collect::<Result<_, _>>()?
     };
-    let fault = match args.fault.as_str() {
-        "none" => None,
-        f => Some(f.parse::<FaultSpec>()?),
+    anyhow::ensure!(
+        args.proxies.is_empty(),
+        "--proxy needs --target (the synthetic lab breaks its own dependency)"
+    );
+    let fault = match args.faults.as_slice() {
+        [] => Some("fail:10".parse::<FaultSpec>()?),
+        [f] if f == "none" => None,
+        [f] => Some(f.parse::<FaultSpec>()?),
+        _ => anyhow::bail!("one --fault in the synthetic lab (several only with --target)"),
     };
     let at = seconds("--at", args.at)?;
     let duration = match args.hold {
@@ -118,19 +161,102 @@ fn params(args: &Args) -> anyhow::Result<LabParams> {
     Ok(p)
 }
 
+fn target_params(args: &Args, url: &str) -> anyhow::Result<TargetParams> {
+    anyhow::ensure!(
+        args.backend.is_none() && args.fleet.is_none() && args.hold.is_none(),
+        "--backend, --fleet and --hold are for the synthetic lab, not --target"
+    );
+    let mut p = TargetParams::new(url)?;
+    p.seed = args.seed;
+    for s in &args.proxies {
+        p.add_proxy(s)?;
+    }
+    for s in &args.faults {
+        p.add_fault(s)?;
+    }
+    for s in &args.configs {
+        p.add_config(s)?;
+    }
+    p.rate = args.rate;
+    p.duration = seconds("--duration", args.duration)?;
+    p.at = seconds("--at", args.at)?;
+    p.deadline = Duration::from_millis(args.deadline_ms);
+    p.max_in_flight = args.max_in_flight;
+    p.ready_timeout = seconds("--ready-timeout", args.ready_timeout)?;
+    p.validate()?;
+    Ok(p)
+}
+
+fn run_target(args: &Args, url: Option<&str>) -> anyhow::Result<ExitCode> {
+    let params = match (url, &args.file) {
+        (Some(url), _) => target_params(args, url)?,
+        (None, Some(path)) => {
+            let mut text = String::new();
+            std::fs::File::open(path)
+                .and_then(|f| {
+                    std::io::Read::read_to_string(
+                        &mut std::io::Read::take(f, seawall_lab::target::MAX_FILE as u64 + 1),
+                        &mut text,
+                    )
+                })
+                .with_context(|| format!("--file {}", path.display()))?;
+            TargetParams::from_json(&text)?
+        }
+        (None, None) => anyhow::bail!("--target URL or --file PATH"),
+    };
+    let url = params.url.as_str();
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let exe = std::env::current_exe().context("locating the seawall binary")?;
+    let reaper = [exe, "lab-reaper".into()];
+    let out = seawall_lab::target::run_target_blocking(&params, &args.out, Some(&reaper), |p| {
+        match p {
+            LabProgress::Starting { config, index, of, duration } => eprintln!(
+                "seawall lab: {config} ({}/{of}): starting; load for {duration:?} once {url} answers",
+                index + 1
+            ),
+            LabProgress::TargetUp { config, ready_in, pgid, .. } => eprintln!(
+                "seawall lab: {config}: up in {:.1} s{}; load and faults running",
+                ready_in.as_secs_f64(),
+                pgid.map_or(String::new(), |g| format!(" (process group {g})"))
+            ),
+            LabProgress::Finished { config, recovered } => eprintln!(
+                "seawall lab: {config}: done, {}; everything it started is stopped",
+                if *recovered { "recovered" } else { "did not recover" }
+            ),
+            _ => {}
+        }
+    })?;
+    let Some(out) = out else {
+        eprintln!("seawall lab: interrupted; every process it started is stopped");
+        return Ok(ExitCode::from(130));
+    };
+    let json = out.results.to_json();
+    std::fs::write(args.out.join("results.json"), &json).context("writing results.json")?;
+    std::fs::write(args.out.join("target.json"), out.figures_json())
+        .context("writing target.json")?;
+    let html = seawall_report::render_html(&out.results);
+    std::fs::write(args.out.join("report.html"), html).context("writing report.html")?;
+    let tables = format!("{}\n{}", seawall_report::render_table(&out.results), out.figures_table());
+    Ok(show(args, &json, &tables))
+}
+
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.target.is_some() || args.file.is_some() {
+        return run_target(&args, args.target.as_deref());
+    }
     let params = params(&args)?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let exe = std::env::current_exe().context("locating the seawall binary")?;
     let launcher = Launcher::Process { exe, args: vec!["lab-node".into()] };
-    let Some(out) = seawall_lab::run_lab_blocking(&params, &launcher, |c| {
-        if c.parse::<Stack>().is_ok() {
-            eprintln!("seawall lab: running {c} for {:?}", params.duration);
-        } else {
-            // The stack is up: its nodes' metrics and admin URLs (also in OUT/nodes.json).
-            eprint!("{c}");
+    let Some(out) = seawall_lab::run_lab_blocking(&params, &launcher, |p| match p {
+        LabProgress::Starting { config, duration, .. } => {
+            eprintln!("seawall lab: running {config} for {duration:?}");
         }
+        // The stack is up: its nodes' metrics and admin URLs (also in OUT/nodes.json).
+        LabProgress::StackUp(info) => eprint!("{}", info.describe()),
+        _ => {}
     })?
     else {
         eprintln!("seawall lab: interrupted; every node stopped");
@@ -163,6 +289,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         out.figures_table(),
         out.gap_table()
     );
+    Ok(show(&args, &json, &tables))
+}
+
+/// Prints results.json (with --json; the tables to stderr) or the tables and where the report is.
+fn show(args: &Args, json: &str, tables: &str) -> ExitCode {
     if args.json {
         print!("{json}");
         eprint!("{tables}");
@@ -170,6 +301,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         print!("{tables}");
         println!("wrote {}", args.out.join("report.html").display());
     }
+    ExitCode::SUCCESS
+}
+
+pub(crate) fn run_reaper(args: ReaperArgs) -> anyhow::Result<ExitCode> {
+    seawall_lab::target::child::run_reaper(args.pgid)?;
     Ok(ExitCode::SUCCESS)
 }
 

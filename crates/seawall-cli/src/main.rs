@@ -46,6 +46,10 @@ enum Command {
     /// One tier of a lab stack (started by `seawall lab`; not for direct use).
     #[command(hide = true)]
     LabNode(lab::NodeArgs),
+    /// Stops a `seawall lab --target` configuration's process group once the lab exits (started
+    /// by the lab; not for direct use).
+    #[command(hide = true)]
+    LabReaper(lab::ReaperArgs),
 }
 
 fn main() -> ExitCode {
@@ -59,6 +63,7 @@ fn main() -> ExitCode {
         Command::Lab(args) => lab::run(args),
         Command::Load(args) => load::run(args),
         Command::LabNode(args) => lab::run_node(args),
+        Command::LabReaper(args) => lab::run_reaper(args),
         Command::Proxy(args) => proxy::run(args),
     };
     match result {

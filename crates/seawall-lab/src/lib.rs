@@ -23,11 +23,15 @@ pub use error::LabError;
 pub use launch::{Launcher, NodeHandle};
 pub mod outcome;
 pub mod pg;
+pub mod progress;
 pub mod prom;
 pub mod proxy;
 pub mod report;
 pub mod run;
+pub mod saturation;
 pub mod scrape;
 pub mod sim;
+pub mod target;
 
 pub use outcome::{LabOutcome, run_lab, run_lab_blocking};
+pub use progress::LabProgress;

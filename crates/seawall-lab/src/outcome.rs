@@ -6,6 +6,7 @@ use crate::LabError;
 use crate::config::LabParams;
 use crate::launch::Launcher;
 use crate::pg::{PgLab, PgSample};
+use crate::progress::LabProgress;
 use crate::report::{LabFigures, to_results, to_run};
 use crate::run::run_stack;
 
@@ -29,18 +30,24 @@ impl LabOutcome {
     /// The lab's figures as a plain-text table, one row per configuration.
     pub fn figures_table(&self) -> String {
         let mut s = String::from(
-            "config     attempts/edge-req(fault)  goodput/s  offered/s  budget-refusals  shed  lag(s)  client attempts edge/gateway/order  pg copies/oldest(s)\n",
+            "config     attempts/edge-req(fault)  goodput/s  offered/s  budget-refusals  shed  lag(s)  cpu mean  client attempts edge/gateway/order  pg copies/oldest(s)\n",
         );
         for (run, f) in self.results.runs.iter().zip(&self.figures) {
             s.push_str(&format!(
-                "{:<10} {:>24.2}  {:>9.1}  {:>9.1}  {:>15}  {:>4}  {:>6.3}  {:>35}  {}\n",
+                "{:<10} {:>24}  {:>9.1}  {:>9.1}  {:>15}  {:>4}  {:>6.3}  {:>8}  {:>35}  {}\n",
                 run.policy,
-                f.amplification_during,
+                // "≥": the machine capped the storm (see the description's words).
+                format!(
+                    "{}{:.2}",
+                    if f.saturation.is_lower_bound() { "≥" } else { "" },
+                    f.amplification_during
+                ),
                 f.goodput_rps,
                 f.offered_rps,
                 f.budget_refusals,
                 f.shed,
                 f.max_lag_s,
+                f.saturation.cpu_mean.map_or("—".into(), |c| format!("{:.0} %", c * 100.0)),
                 format!(
                     "{}/{}/{}",
                     f.client_attempts[0], f.client_attempts[1], f.client_attempts[2]
@@ -59,11 +66,12 @@ impl LabOutcome {
 }
 
 /// Runs every configuration of `params` in turn (validated first), starting nodes with
-/// `launcher`. `progress` is told when each configuration starts.
+/// `launcher`. `progress` is told when each configuration starts, when its stack is up and when it is
+/// done.
 pub async fn run_lab(
     params: &LabParams,
     launcher: &Launcher,
-    mut progress: impl FnMut(&str),
+    mut progress: impl FnMut(&LabProgress<'_>),
 ) -> Result<LabOutcome, LabError> {
     params.validate()?;
     // Predicted first: it takes well under a second, and a parameter the simulator cannot
@@ -86,6 +94,12 @@ pub async fn run_lab(
     if pg.is_some() {
         results.description.push_str(&pg_summary(&results, &figures));
     }
+    if figures.iter().any(|f| f.saturation.is_lower_bound()) {
+        results.description.push('.');
+    }
+    for (r, f) in results.runs.iter().zip(&figures) {
+        results.description.push_str(&f.saturation.sentence(&r.policy));
+    }
     Ok(LabOutcome { results, figures, predicted, postgres })
 }
 
@@ -94,7 +108,7 @@ type Measured = (Vec<seawall_report::Run>, Vec<LabFigures>, Vec<Vec<PgSample>>);
 async fn run_all(
     params: &LabParams,
     launcher: &Launcher,
-    progress: &mut impl FnMut(&str),
+    progress: &mut impl FnMut(&LabProgress<'_>),
     pg: Option<&PgLab>,
 ) -> Result<Measured, LabError> {
     let (mut runs, mut figures, mut postgres) = (Vec::new(), Vec::new(), Vec::new());
@@ -103,10 +117,14 @@ async fn run_all(
             // Let the previous stack's sockets and threads wind down before measuring the next.
             tokio::time::sleep(SETTLE).await;
         }
-        progress(stack.as_str());
-        let m =
-            run_stack(params, stack, launcher, pg, &mut |info| progress(&info.describe())).await?;
+        let (config, of) = (stack.as_str(), params.stacks.len());
+        progress(&LabProgress::Starting { config, index: i, of, duration: params.duration });
+        let m = run_stack(params, stack, launcher, pg, &mut |info| {
+            progress(&LabProgress::StackUp(info))
+        })
+        .await?;
         let (run, f) = to_run(params, &m);
+        progress(&LabProgress::Finished { config, recovered: run.recovered });
         runs.push(run);
         figures.push(f);
         postgres.push(m.pg);
@@ -133,7 +151,7 @@ fn pg_summary(results: &Results, figures: &[LabFigures]) -> String {
 pub fn run_lab_blocking(
     params: &LabParams,
     launcher: &Launcher,
-    progress: impl FnMut(&str),
+    progress: impl FnMut(&LabProgress<'_>),
 ) -> Result<Option<LabOutcome>, LabError> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     rt.block_on(async {

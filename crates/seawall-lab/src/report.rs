@@ -7,6 +7,7 @@ use crate::node::Role;
 use crate::node::stats::StatsSnapshot;
 use crate::pg::PgSample;
 use crate::run::Measured;
+use crate::saturation::Saturation;
 
 /// Seconds at the start of the fault left out of [`LabFigures::amplification_during`]: the
 /// time a baseline retry chain takes to reach its full fan-out (3 × (3 × 250 ms + 200 ms)).
@@ -34,6 +35,9 @@ pub struct LabFigures {
     /// With `--backend`: the peak of the `pg_stat_activity` query over the fault —
     /// most identical order statements active at once, and the oldest one's age.
     pub pg_peak: Option<PgSample>,
+    /// The lab's own saturation over the run: when it was capped by the machine, the
+    /// amplification and attempts figures are lower bounds.
+    pub saturation: Saturation,
 }
 
 fn deltas(
@@ -120,6 +124,9 @@ pub fn to_run(params: &LabParams, m: &Measured) -> (Run, LabFigures) {
             at(m.ticks.get(n)).saturating_sub(at(m.ticks.first()))
         }),
         pg_peak: pg_peak(params, &m.pg),
+        // The synthetic lab's generator sends a late backlog rather than dropping it: its lag
+        // is the measure.
+        saturation: Saturation::new(m.load.max_lag, 0, offered as u64, &m.cpu),
     };
     let run = Run {
         policy: m.stack.map_or("?", |s| s.as_str()).to_string(),

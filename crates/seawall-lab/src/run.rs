@@ -26,6 +26,8 @@ pub struct Measured {
     pub ticks: Vec<Vec<StatsSnapshot>>,
     /// With `--backend`: the `pg_stat_activity` reading at each second (k = 0 ..= duration).
     pub pg: Vec<PgSample>,
+    /// The machine's CPU busy share in each second of the load ([`crate::saturation`]).
+    pub cpu: Vec<f64>,
 }
 
 /// Where a running node can be reached: what `seawall detect --scrape` and `seawall escape
@@ -266,11 +268,13 @@ pub async fn run_stack(
         }
         out
     };
-    let (load, fault, pg_samples) = tokio::join!(loadgen::run(&urls[0], plan), fault, monitor);
+    let cpu = crate::saturation::sample_each_second(start, secs);
+    let (load, fault, pg_samples, cpu) =
+        tokio::join!(loadgen::run(&urls[0], plan), fault, monitor, cpu);
     let ticks = scraper.await.map_err(|e| LabError::node("scraper", e.to_string()))?;
     fault?;
     drop(nodes);
-    Ok(Measured { stack: Some(stack), load, ticks, pg: pg_samples })
+    Ok(Measured { stack: Some(stack), load, ticks, pg: pg_samples, cpu })
 }
 
 /// Writes `contents` to a fresh file at `path` that only its owner can read (mode 0600 on Unix;

@@ -46,4 +46,15 @@ async fn baseline_stays_down_seawall_recovers() {
             r.policy
         );
     }
+    // Honest scale: the lab measured its own saturation, and says in words when a run's storm
+    // figures are lower bounds (the machine's CPU, the generator's lag).
+    for (r, f) in out.results.runs.iter().zip(&out.figures) {
+        assert!(f.saturation.offered > 0 && f.saturation.max_lag_s >= 0.0);
+        if std::path::Path::new("/proc/stat").exists() {
+            assert!(f.saturation.cpu_mean.is_some(), "{}: CPU not measured", r.policy);
+        }
+        let said =
+            out.results.description.contains(&format!("{}: capped by this machine", r.policy));
+        assert_eq!(said, f.saturation.is_lower_bound(), "{}", out.results.description);
+    }
 }

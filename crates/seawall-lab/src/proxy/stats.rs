@@ -144,6 +144,12 @@ impl Stats {
         self.requests.load(Ordering::Relaxed)
     }
 
+    /// Connections or requests refused or dropped by a fault so far (all kinds): what never
+    /// reached the upstream.
+    pub fn faulted_total(&self) -> u64 {
+        lock(&self.faulted).values().sum()
+    }
+
     /// Connections accepted so far.
     pub fn connections(&self) -> u64 {
         self.connections.load(Ordering::Relaxed)

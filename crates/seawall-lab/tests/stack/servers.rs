@@ -92,6 +92,34 @@ pub(crate) async fn backend(dep: SocketAddr, attempts: u32, timeout: Duration) -
     .await
 }
 
+/// A backend instance whose one call to `dep` goes through seawall's own client layer, the
+/// retries' single owner ([`Downstream`] as the synthetic lab's seawall edge builds it: 3
+/// attempts at most, full jitter, the gRPC-style token budget, the call's deadline honoured):
+/// each request's call carries a `timeout` deadline, so no attempt starts that cannot finish,
+/// then 200 or 503.
+pub(crate) async fn seawall_backend(dep: SocketAddr, timeout: Duration, seed: u64) -> Server {
+    use seawall::time::{Clock, SystemClock};
+    use seawall_lab::config::Stack;
+    use seawall_lab::node::Role;
+    use seawall_lab::node::client::{Downstream, http_client};
+    use seawall_tower::wire::RequestDeadline;
+    let url = format!("http://{dep}/dep");
+    let d =
+        Arc::new(Downstream::new(&url, http_client(), Role::Edge, Stack::Seawall, seed).unwrap());
+    serve(move || {
+        let d = d.clone();
+        async move {
+            let deadline =
+                RequestDeadline(seawall::deadline::Deadline::after(SystemClock.now(), timeout));
+            match tokio::time::timeout(timeout, d.call(Some(deadline))).await {
+                Ok(r) if r.status().is_success() => status(StatusCode::OK),
+                _ => status(StatusCode::SERVICE_UNAVAILABLE),
+            }
+        }
+    })
+    .await
+}
+
 /// What the edge load saw.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Outcome {
