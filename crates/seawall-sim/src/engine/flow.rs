@@ -12,12 +12,21 @@ use seawall::classify::{Class, Transient};
 use seawall::deadline::Deadline;
 use seawall::hint::Hint;
 use seawall::policy::{Decision, GiveUp, GiveUpReason, RequestInfo};
-use seawall::rng::Rng;
+use seawall::rng::{Rng, SeededRng};
 use seawall::time::Instant;
 
 use super::queue::Kind;
 use super::slab::Id;
 use super::{CallRec, JobRec, JobState, Parent, Sim, ns, second};
+
+/// The instance of client layer `layer` that handles a request: uniform over `counts[layer]`
+/// (no draw when there is one, so single-instance runs keep their random streams).
+fn pick(counts: &[u16], rng: &mut SeededRng, layer: usize) -> u16 {
+    match counts.get(layer) {
+        Some(&n) if n > 1 => (rng.next_u64() % u64::from(n)) as u16,
+        _ => 0,
+    }
+}
 
 /// A call's last answer before it made an attempt.
 const NO_ANSWER: (Class, Hint) = (Class::Retryable(Transient::ServerError), Hint::None);
@@ -32,10 +41,13 @@ impl Sim<'_> {
         self.stats.edge_request(self.now);
         let deadline = self.now + ns(self.sc.edge.deadline_ms);
         let d = Deadline::at(Instant::from_nanos(deadline));
-        let state = self.layers[0].start(self.instant(), RequestInfo::idempotent(), Some(d));
+        let inst = pick(&self.instances, &mut self.lb, 0);
+        let state =
+            self.layers[0][inst as usize].start(self.instant(), RequestInfo::idempotent(), Some(d));
         let parent = Parent::Edge { second: second(self.now), deadline, refreshes };
         let id = self.calls.insert(CallRec {
             layer: 0,
+            inst,
             parent,
             state,
             job: None,
@@ -50,7 +62,7 @@ impl Sim<'_> {
         let now = self.instant();
         let Some(c) = self.calls.get_mut(call) else { return };
         let layer = c.layer as usize;
-        match self.layers[layer].before_attempt(&mut c.state, now) {
+        match self.layers[layer][c.inst as usize].before_attempt(&mut c.state, now) {
             Ok(att) => {
                 let deadline = if self.spec.deadline_propagation {
                     c.state.deadline().map(|d| d.instant().as_nanos())
@@ -58,8 +70,12 @@ impl Sim<'_> {
                     None
                 };
                 c.attempt = att.number();
+                // The instance of the tier that serves this attempt (its client makes the
+                // downstream call).
+                let served_by = pick(&self.instances, &mut self.lb, layer + 1);
                 let job = self.jobs.insert(JobRec {
                     tier: layer as u16,
+                    inst: served_by,
                     caller: call,
                     attempt: att.number(),
                     deadline,
@@ -91,6 +107,7 @@ impl Sim<'_> {
     pub(super) fn finish_service(&mut self, job: Id) {
         let Some(j) = self.jobs.get(job) else { return };
         let (tier, deadline, spent) = (j.tier as usize, j.deadline, self.now - j.started);
+        let inst = j.inst;
         let s = &mut self.servers[tier];
         s.busy -= 1;
         if let Some(adm) = s.adm.as_mut() {
@@ -107,9 +124,11 @@ impl Sim<'_> {
         }
         let layer = tier + 1;
         let d = deadline.map(|t| Deadline::at(Instant::from_nanos(t)));
-        let state = self.layers[layer].start(self.instant(), RequestInfo::idempotent(), d);
+        let state =
+            self.layers[layer][inst as usize].start(self.instant(), RequestInfo::idempotent(), d);
         let rec = CallRec {
             layer: layer as u16,
+            inst,
             parent: Parent::Job(job),
             state,
             job: None,
@@ -157,7 +176,12 @@ impl Sim<'_> {
         let hint = if self.spec.honour_hints { hint } else { Hint::None };
         let Some(c) = self.calls.get_mut(call) else { return };
         c.last = (class, hint);
-        match self.layers[c.layer as usize].after_attempt(&mut c.state, now, class, hint) {
+        match self.layers[c.layer as usize][c.inst as usize].after_attempt(
+            &mut c.state,
+            now,
+            class,
+            hint,
+        ) {
             Decision::Success => self.finish_call(call, Ok(())),
             Decision::Retry { after } => {
                 let after = after.as_nanos() as u64;
@@ -268,7 +292,7 @@ impl Sim<'_> {
     fn abandon(&mut self, call: Id) {
         let now = self.instant();
         let Some(c) = self.calls.get_mut(call) else { return };
-        self.layers[c.layer as usize].abandon(&mut c.state, now);
+        self.layers[c.layer as usize][c.inst as usize].abandon(&mut c.state, now);
         let job = c.job.take();
         self.calls.remove(call);
         if let Some(j) = job {

@@ -48,6 +48,8 @@ enum Parent {
 #[derive(Debug)]
 struct CallRec {
     layer: u16,
+    /// Which instance of the layer holds the call's policy state.
+    inst: u16,
     parent: Parent,
     state: Call,
     /// The attempt in flight.
@@ -68,6 +70,8 @@ enum JobState {
 #[derive(Debug)]
 struct JobRec {
     tier: u16,
+    /// Which instance of the tier serves it (its client makes the downstream call).
+    inst: u16,
     caller: Id,
     attempt: u32,
     deadline: Option<u64>,
@@ -100,7 +104,12 @@ pub(crate) struct Sim<'a> {
     calls: Slab<CallRec>,
     jobs: Slab<JobRec>,
     servers: Vec<Server>,
-    layers: Vec<RetryPolicy<AnyBudget>>,
+    /// Each client layer's instances, each a whole policy (budget, breaker, jitter stream).
+    layers: Vec<Vec<RetryPolicy<AnyBudget>>>,
+    /// Instances per client layer (`layers[k].len()`), for the draw that spreads requests.
+    instances: Vec<u16>,
+    /// Which instance serves a request (its own stream: runs with one instance never draw).
+    lb: SeededRng,
     arrivals: SeededRng,
     service: SeededRng,
     misc: SeededRng,
@@ -135,12 +144,13 @@ impl<'a> Sim<'a> {
         let mut owner_taken = false;
         let mut fixed_waits = true;
         for layer in 0..n {
-            let (retries, timeout, client, field) = if layer == 0 {
-                (sc.edge.retries, sc.edge.timeout_ms, spec.edge_client.as_ref(), "edge".into())
+            let (retries, timeout, client, field, count) = if layer == 0 {
+                let e = &sc.edge;
+                (e.retries, e.timeout_ms, spec.edge_client.as_ref(), "edge".into(), e.instances)
             } else {
                 let t = &sc.tiers[layer - 1];
                 let field = format!("tier.{}", t.name);
-                (t.retries, t.timeout_ms, spec.tier_clients.get(&t.name), field)
+                (t.retries, t.timeout_ms, spec.tier_clients.get(&t.name), field, t.instances)
             };
             let owner = retries && !owner_taken;
             owner_taken |= retries;
@@ -148,7 +158,20 @@ impl<'a> Sim<'a> {
             let (lspec, timeout) = spec.for_client(client, timeout, &field)?;
             fixed_waits &= matches!(lspec.backoff, BackoffKind::None | BackoffKind::Constant);
             let layer_seed = splitmix64(seed ^ splitmix64(0x5EA_0000 + layer as u64));
-            layers.push(lspec.build(retries, owner, timeout, layer_seed)?);
+            // Instance 0 keeps the layer's seed (a one-instance run is the run it always was);
+            // the others get streams of their own.
+            let count = count.clamp(1, u32::from(u16::MAX));
+            let instances = (0..count)
+                .map(|i| {
+                    let s = if i == 0 {
+                        layer_seed
+                    } else {
+                        splitmix64(layer_seed ^ splitmix64(u64::from(i)))
+                    };
+                    lspec.build(retries, owner, timeout, s)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            layers.push(instances);
         }
         let secs = sc.duration_s.ceil() as usize;
         let arrivals_end = (sc.duration_s * 1e9) as u64;
@@ -168,6 +191,8 @@ impl<'a> Sim<'a> {
             service: SeededRng::new(splitmix64(seed ^ 0xB)),
             misc: SeededRng::new(splitmix64(seed ^ 0xC)),
             shed: SeededRng::new(splitmix64(seed ^ 0xD)),
+            lb: SeededRng::new(splitmix64(seed ^ 0xE)),
+            instances: layers.iter().map(|l| l.len() as u16).collect(),
             retry_after: RetryAfter::default(),
             classifier: HttpClassifier::default(),
             doomed: Vec::new(),
@@ -179,7 +204,7 @@ impl<'a> Sim<'a> {
             events: 0,
             per_try: layers
                 .iter()
-                .map(|p| p.config().per_try_timeout().map(|t| t.as_nanos() as u64))
+                .map(|p| p[0].config().per_try_timeout().map(|t| t.as_nanos() as u64))
                 .collect(),
             fixed_waits,
             layers,

@@ -67,6 +67,10 @@ pub struct Edge {
     /// Users who retry by hand after a failure.
     #[serde(default)]
     pub refresh: Option<Refresh>,
+    /// Instances of the edge client (apps, gateways), each with its own policy state: budget,
+    /// breaker, jitter stream. Edge requests are spread over them uniformly at random.
+    #[serde(default = "one")]
+    pub instances: u32,
 }
 
 /// A point of the steady rate's piecewise-linear profile.
@@ -147,6 +151,13 @@ pub struct Tier {
     /// Whether retry presets apply to this tier's client (false: always one attempt).
     #[serde(default = "yes")]
     pub retries: bool,
+    /// Instances of this tier. Each holds its own client of the next tier — its own budget,
+    /// breaker and jitter stream — so a budget's per-client reserve (a ratio budget's minimum
+    /// retries per second, say) is `instances` times larger fleet-wide. A request served here
+    /// is served by an instance chosen uniformly at random; the server side stays one pool of
+    /// `workers`.
+    #[serde(default = "one")]
+    pub instances: u32,
 }
 
 fn yes() -> bool {

@@ -53,12 +53,24 @@ fn degrade(field: &str, d: &Degrade) -> Result<(), Error> {
     }
 }
 
+/// Instances of a client layer: each holds a whole policy, so the count is bounded.
+pub(crate) const MAX_INSTANCES: u32 = 10_000;
+
+fn instances(field: &str, n: u32) -> Result<(), Error> {
+    if (1..=MAX_INSTANCES).contains(&n) {
+        Ok(())
+    } else {
+        Err(Error::invalid(field, format!("an integer in [1, {MAX_INSTANCES}]"), n))
+    }
+}
+
 /// Checks every number and name; the first problem is returned.
 pub(super) fn check(s: &Scenario) -> Result<(), Error> {
     num("duration_s", s.duration_s, 1.0, 86_400.0)?;
     let e = &s.edge;
     num("edge.rate", e.rate, 0.0, 10_000_000.0)?;
     num("edge.deadline_ms", e.deadline_ms, 1.0, 3_600_000.0)?;
+    instances("edge.instances", e.instances)?;
     if let Some(t) = e.timeout_ms {
         num("edge.timeout_ms", t, 1.0, 3_600_000.0)?;
     }
@@ -105,6 +117,14 @@ pub(super) fn check(s: &Scenario) -> Result<(), Error> {
             degrade(&format!("{f}.degrade"), d)?;
         }
         let bottom = i + 1 == s.tiers.len();
+        instances(&format!("{f}.instances"), t.instances)?;
+        if bottom && t.instances > 1 {
+            return Err(Error::invalid(
+                format!("{f}.instances"),
+                "1 on the bottom tier (it has no client; its servers are one pool of workers)",
+                t.instances,
+            ));
+        }
         match t.timeout_ms {
             Some(_) if bottom => {
                 return Err(Error::invalid(
