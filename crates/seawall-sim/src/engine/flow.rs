@@ -73,9 +73,11 @@ impl Sim<'_> {
                 // The instance of the tier that serves this attempt (its client makes the
                 // downstream call).
                 let served_by = pick(&self.instances, &mut self.lb, layer + 1);
+                let server = self.replicas[layer].pick(&self.servers, &mut self.lb);
                 let job = self.jobs.insert(JobRec {
                     tier: layer as u16,
                     inst: served_by,
+                    server,
                     caller: call,
                     attempt: att.number(),
                     deadline,
@@ -108,7 +110,7 @@ impl Sim<'_> {
         let Some(j) = self.jobs.get(job) else { return };
         let (tier, deadline, spent) = (j.tier as usize, j.deadline, self.now - j.started);
         let inst = j.inst;
-        let s = &mut self.servers[tier];
+        let s = &mut self.servers[j.server as usize];
         s.busy -= 1;
         if let Some(adm) = s.adm.as_mut() {
             // The worker is the slot: it is free once local work is done (downstream calls
@@ -119,7 +121,7 @@ impl Sim<'_> {
         if spent > 0 && self.orphaned(job) {
             self.stats.wasted_ns += spent as f64;
         }
-        if tier + 1 == self.servers.len() {
+        if tier + 1 == self.replicas.len() {
             return self.respond(job, Class::Success, Hint::None);
         }
         let layer = tier + 1;
@@ -259,10 +261,10 @@ impl Sim<'_> {
     /// Cancellation: the job's caller gave up, so its work (queued, running or downstream) stops.
     fn cancel_job(&mut self, job: Id) {
         let Some(j) = self.jobs.get(job) else { return };
-        let (tier, state, down, started) = (j.tier as usize, j.state, j.down, j.started);
+        let (server, state, down, started) = (j.server as usize, j.state, j.down, j.started);
         let ticket = j.ticket;
         self.jobs.remove(job);
-        let s = &mut self.servers[tier];
+        let s = &mut self.servers[server];
         match state {
             JobState::Queued => match (s.adm.as_mut(), ticket) {
                 (Some(adm), Some(t)) => {
@@ -279,7 +281,7 @@ impl Sim<'_> {
                 if let Some(adm) = s.adm.as_mut() {
                     adm.finish(None);
                 }
-                self.dispatch(tier);
+                self.dispatch(server);
             }
             JobState::Downstream => {
                 if let Some(call) = down {

@@ -22,7 +22,7 @@ use seawall::rng::{Rng, SeededRng, splitmix64};
 
 use crate::error::Error;
 use crate::policy::PolicySpec;
-use crate::scenario::{BackoffKind, Scenario};
+use crate::scenario::{BackoffKind, Balance, Scenario};
 use queue::{Calendar, Kind};
 use server::Server;
 use slab::{Id, Slab};
@@ -72,6 +72,8 @@ struct JobRec {
     tier: u16,
     /// Which instance of the tier serves it (its client makes the downstream call).
     inst: u16,
+    /// The server (a replica of the tier, an index into `Sim::servers`) it went to.
+    server: u16,
     caller: Id,
     attempt: u32,
     deadline: Option<u64>,
@@ -103,7 +105,10 @@ pub(crate) struct Sim<'a> {
     cal: Calendar,
     calls: Slab<CallRec>,
     jobs: Slab<JobRec>,
+    /// Every tier's replicas, tier after tier (`replicas[t]` says where a tier's are).
     servers: Vec<Server>,
+    /// Each tier's replicas in `servers`, and its balancer's state.
+    replicas: Vec<Replicas>,
     /// Each client layer's instances, each a whole policy (budget, breaker, jitter stream).
     layers: Vec<Vec<RetryPolicy<AnyBudget>>>,
     /// Instances per client layer (`layers[k].len()`), for the draw that spreads requests.
@@ -185,8 +190,11 @@ impl<'a> Sim<'a> {
             servers: sc
                 .tiers
                 .iter()
-                .map(|t| Server::new(t, &sc.faults, spec.server_protection))
+                .flat_map(|t| {
+                    (0..t.replicas).map(|r| Server::new(t, r, &sc.faults, spec.server_protection))
+                })
                 .collect(),
+            replicas: Replicas::of(sc),
             arrivals: SeededRng::new(splitmix64(seed ^ 0xA)),
             service: SeededRng::new(splitmix64(seed ^ 0xB)),
             misc: SeededRng::new(splitmix64(seed ^ 0xC)),
@@ -288,31 +296,87 @@ impl<'a> Sim<'a> {
             Kind::Refresh { count } => self.edge_request(count),
             Kind::ServiceDone(job) => {
                 if let Some(j) = self.jobs.get(job) {
-                    let tier = j.tier as usize;
+                    let server = j.server as usize;
                     self.finish_service(job);
-                    self.dispatch(tier);
+                    self.dispatch(server);
                 }
             }
             Kind::Timeout { call, attempt } => self.timeout(call, attempt),
             Kind::Retry(call) => self.send(call),
-            Kind::Kick(tier) => self.dispatch(tier as usize),
-            Kind::Restart(tier) => self.restart(tier as usize),
+            Kind::Kick(server) => self.dispatch(server as usize),
+            Kind::Restart(server) => self.restart(server as usize),
             Kind::Tick => {
                 let s = second(self.now) - 1;
-                self.stats.queue_age[s] = self.queue_age(self.servers.len() - 1);
+                self.stats.queue_age[s] = self.tier_queue_age(self.replicas.len() - 1);
                 progress((s + 1) as f64 / self.stats.edge.len() as f64);
             }
         }
     }
 
-    fn queue_age(&mut self, tier: usize) -> f64 {
+    fn queue_age(&mut self, server: usize) -> f64 {
         let jobs = &self.jobs;
-        let s = &mut self.servers[tier];
+        let s = &mut self.servers[server];
         if let Some(adm) = &s.adm {
             return adm.oldest_age(seawall::time::Instant::from_nanos(self.now)).as_secs_f64();
         }
         let front = s.front(|id| jobs.get(id).is_some());
         front.and_then(|id| jobs.get(id)).map_or(0.0, |j| (self.now - j.enqueued) as f64 / 1e9)
+    }
+
+    /// The oldest queued request's age over a tier's replicas, seconds.
+    fn tier_queue_age(&mut self, tier: usize) -> f64 {
+        let Replicas { first, count, .. } = self.replicas[tier];
+        (first..first + count).map(|s| self.queue_age(s as usize)).fold(0.0, f64::max)
+    }
+}
+
+/// A tier's replicas in `Sim::servers` and its load balancer.
+#[derive(Debug, Clone, Copy)]
+struct Replicas {
+    first: u16,
+    count: u16,
+    balance: Balance,
+    /// The next replica in turn (round robin).
+    next: u16,
+}
+
+impl Replicas {
+    fn of(sc: &Scenario) -> Vec<Replicas> {
+        let mut first = 0;
+        sc.tiers
+            .iter()
+            .map(|t| {
+                let r = Replicas { first, count: t.replicas as u16, balance: t.balance, next: 0 };
+                first += t.replicas as u16;
+                r
+            })
+            .collect()
+    }
+
+    /// The server an attempt goes to. One replica: no draw (a one-replica run keeps its random
+    /// streams).
+    fn pick(&mut self, servers: &[Server], rng: &mut SeededRng) -> u16 {
+        let n = self.count;
+        if n <= 1 {
+            return self.first;
+        }
+        let draw = |rng: &mut SeededRng, below: u16| (rng.next_u64() % u64::from(below)) as u16;
+        let k = match self.balance {
+            Balance::RoundRobin => {
+                let k = self.next;
+                self.next = (k + 1) % n;
+                k
+            }
+            Balance::Random => draw(rng, n),
+            Balance::LeastRequests => {
+                // Two distinct replicas; the less loaded wins, the first drawn on a tie.
+                let a = draw(rng, n);
+                let b = (a + 1 + draw(rng, n - 1)) % n;
+                let load = |k: u16| servers[usize::from(self.first + k)].load();
+                if load(b) < load(a) { b } else { a }
+            }
+        };
+        self.first + k
     }
 }
 

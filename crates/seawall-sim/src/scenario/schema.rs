@@ -158,6 +158,27 @@ pub struct Tier {
     /// `workers`.
     #[serde(default = "one")]
     pub instances: u32,
+    /// Replicas of this tier's server, each with its own `workers`, queue and admission control,
+    /// behind a load balancer (`balance`).
+    #[serde(default = "one")]
+    pub replicas: u32,
+    /// How the load balancer in front of the replicas picks one.
+    #[serde(default)]
+    pub balance: Balance,
+}
+
+/// How a load balancer picks a replica for each attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Balance {
+    /// Each replica in turn (Envoy's default `ROUND_ROBIN`).
+    #[default]
+    RoundRobin,
+    /// A replica drawn uniformly at random (Envoy's `RANDOM`).
+    Random,
+    /// The less loaded of two replicas drawn at random, by requests queued and in service
+    /// (Envoy's `LEAST_REQUEST` with its default `choice_count` of 2: power of two choices).
+    LeastRequests,
 }
 
 fn yes() -> bool {
@@ -262,4 +283,7 @@ pub struct FaultSpec {
     /// Restart: service-time factor while cold.
     #[serde(default)]
     pub cold_factor: Option<f64>,
+    /// The replica it hits, by index from 0 (absent: every replica of the tier).
+    #[serde(default)]
+    pub replica: Option<u32>,
 }

@@ -64,6 +64,9 @@ fn instances(field: &str, n: u32) -> Result<(), Error> {
     }
 }
 
+/// Replicas of a tier's server.
+pub(crate) const MAX_REPLICAS: u32 = 1_000;
+
 /// Checks every number and name; the first problem is returned.
 pub(super) fn check(s: &Scenario) -> Result<(), Error> {
     num("duration_s", s.duration_s, 1.0, 86_400.0)?;
@@ -118,6 +121,13 @@ pub(super) fn check(s: &Scenario) -> Result<(), Error> {
         }
         let bottom = i + 1 == s.tiers.len();
         instances(&format!("{f}.instances"), t.instances)?;
+        if !(1..=MAX_REPLICAS).contains(&t.replicas) {
+            return Err(Error::invalid(
+                format!("{f}.replicas"),
+                format!("an integer in [1, {MAX_REPLICAS}]"),
+                t.replicas,
+            ));
+        }
         if bottom && t.instances > 1 {
             return Err(Error::invalid(
                 format!("{f}.instances"),
@@ -139,9 +149,18 @@ pub(super) fn check(s: &Scenario) -> Result<(), Error> {
     }
     for (i, fs) in s.faults.iter().enumerate() {
         let f = format!("fault[{i}]");
-        if !s.tiers.iter().any(|t| t.name == fs.tier) {
+        let Some(tier) = s.tiers.iter().find(|t| t.name == fs.tier) else {
             let names: Vec<&str> = s.tiers.iter().map(|t| t.name.as_str()).collect();
             return Err(Error::invalid(format!("{f}.tier"), format!("one of {names:?}"), &fs.tier));
+        };
+        if let Some(r) = fs.replica
+            && r >= tier.replicas
+        {
+            return Err(Error::invalid(
+                format!("{f}.replica"),
+                format!("a replica index below {} (tier {} has {0})", tier.replicas, tier.name),
+                r,
+            ));
         }
         // A fault after the end is allowed (a shortened `--duration`); it simply never fires.
         num(&format!("{f}.start_s"), fs.start_s, 0.0, 86_400.0)?;
