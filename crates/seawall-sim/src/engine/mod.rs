@@ -54,6 +54,8 @@ struct CallRec {
     state: Call,
     /// The attempt in flight.
     job: Option<Id>,
+    /// The next of its job's calls in flight at once (a parallel fan-out's list).
+    sibling: Option<Id>,
     attempt: u32,
     /// What the last attempt's server answered: a fail-fast layer that gives up without the
     /// overload signal passes that answer up as it is (with its `Retry-After`).
@@ -80,6 +82,8 @@ struct JobRec {
     enqueued: u64,
     started: u64,
     state: JobState,
+    /// The job's calls in flight downstream: one in a sequence, a list (through
+    /// `CallRec::sibling`) in a parallel fan-out.
     down: Option<Id>,
     /// Its place in a protected tier's queue while queued there.
     ticket: Option<Ticket>,
@@ -111,8 +115,15 @@ pub(crate) struct Sim<'a> {
     replicas: Vec<Replicas>,
     /// Each client layer's instances, each a whole policy (budget, breaker, jitter stream).
     layers: Vec<Vec<RetryPolicy<AnyBudget>>>,
-    /// Instances per client layer (`layers[k].len()`), for the draw that spreads requests.
+    /// Instances of the edge client, for the draw that spreads edge requests.
+    edge_instances: u16,
+    /// Instances per tier, for the draw that spreads the requests it serves.
     instances: Vec<u16>,
+    /// What each client layer connects: caller, callee, the caller's next dependency.
+    links: Vec<Link>,
+    /// Each tier's first client layer (its first dependency), `None` for a tier that calls
+    /// nothing.
+    first_call: Vec<Option<u16>>,
     /// Which instance serves a request (its own stream: runs with one instance never draw).
     lb: SeededRng,
     arrivals: SeededRng,
@@ -145,20 +156,46 @@ impl<'a> Sim<'a> {
     /// policies are the policies'.
     pub(crate) fn new(sc: &'a Scenario, spec: &'a PolicySpec, seed: u64) -> Result<Self, Error> {
         let n = sc.tiers.len();
-        let mut layers = Vec::with_capacity(n);
-        let mut owner_taken = false;
+        // The client layers: the edge's call of tier 0, then each tier's calls in order. In a
+        // chain, layer k is tier k-1 calling tier k.
+        let mut links = vec![Link { caller: None, callee: 0, next: None }];
+        let mut first_call = vec![None; n];
+        for t in 0..n {
+            let calls = sc.calls_of(t);
+            for (k, &callee) in calls.iter().enumerate() {
+                let next = (k + 1 < calls.len()).then(|| (links.len() + 1) as u16);
+                if k == 0 {
+                    first_call[t] = Some(links.len() as u16);
+                }
+                links.push(Link { caller: Some(t as u16), callee: callee as u16, next });
+            }
+        }
+        // Under `single_owner`, a layer owns retries when it retries and no layer above it on
+        // any path into its tier does (so attempts never multiply along a path).
+        let mut retried_above = vec![false; n];
+        retried_above[0] = sc.edge.retries;
+        for t in 0..n {
+            let below = retried_above[t] || sc.tiers[t].retries;
+            for c in sc.calls_of(t) {
+                retried_above[c] |= below;
+            }
+        }
+        let mut layers = Vec::with_capacity(links.len());
         let mut fixed_waits = true;
-        for layer in 0..n {
-            let (retries, timeout, client, field, count) = if layer == 0 {
-                let e = &sc.edge;
-                (e.retries, e.timeout_ms, spec.edge_client.as_ref(), "edge".into(), e.instances)
-            } else {
-                let t = &sc.tiers[layer - 1];
-                let field = format!("tier.{}", t.name);
-                (t.retries, t.timeout_ms, spec.tier_clients.get(&t.name), field, t.instances)
+        for (layer, link) in links.iter().enumerate() {
+            let (retries, timeout, client, field, count, owner) = match link.caller {
+                None => {
+                    let e = &sc.edge;
+                    let client = spec.edge_client.as_ref();
+                    (e.retries, e.timeout_ms, client, "edge".into(), e.instances, e.retries)
+                }
+                Some(t) => {
+                    let (t, above) = (&sc.tiers[usize::from(t)], retried_above[usize::from(t)]);
+                    let field = format!("tier.{}", t.name);
+                    let client = spec.tier_clients.get(&t.name);
+                    (t.retries, t.timeout_ms, client, field, t.instances, t.retries && !above)
+                }
             };
-            let owner = retries && !owner_taken;
-            owner_taken |= retries;
             let field = format!("policies.{}.{field}", spec.name);
             let (lspec, timeout) = spec.for_client(client, timeout, &field)?;
             fixed_waits &= matches!(lspec.backoff, BackoffKind::None | BackoffKind::Constant);
@@ -178,6 +215,7 @@ impl<'a> Sim<'a> {
                 .collect::<Result<Vec<_>, _>>()?;
             layers.push(instances);
         }
+        let instances = sc.tiers.iter().map(|t| t.instances.clamp(1, 65_535) as u16).collect();
         let secs = sc.duration_s.ceil() as usize;
         let arrivals_end = (sc.duration_s * 1e9) as u64;
         Ok(Sim {
@@ -200,7 +238,10 @@ impl<'a> Sim<'a> {
             misc: SeededRng::new(splitmix64(seed ^ 0xC)),
             shed: SeededRng::new(splitmix64(seed ^ 0xD)),
             lb: SeededRng::new(splitmix64(seed ^ 0xE)),
-            instances: layers.iter().map(|l| l.len() as u16).collect(),
+            edge_instances: sc.edge.instances.clamp(1, 65_535) as u16,
+            instances,
+            links,
+            first_call,
             retry_after: RetryAfter::default(),
             classifier: HttpClassifier::default(),
             doomed: Vec::new(),
@@ -328,6 +369,17 @@ impl<'a> Sim<'a> {
         let Replicas { first, count, .. } = self.replicas[tier];
         (first..first + count).map(|s| self.queue_age(s as usize)).fold(0.0, f64::max)
     }
+}
+
+/// A client layer: who calls whom.
+#[derive(Debug, Clone, Copy)]
+struct Link {
+    /// The calling tier (`None`: the edge).
+    caller: Option<u16>,
+    /// The tier called.
+    callee: u16,
+    /// The caller's next dependency (the layer to call after this one, in a sequence).
+    next: Option<u16>,
 }
 
 /// A tier's replicas in `Sim::servers` and its load balancer.

@@ -165,6 +165,26 @@ pub struct Tier {
     /// How the load balancer in front of the replicas picks one.
     #[serde(default)]
     pub balance: Balance,
+    /// The tiers a request served here calls, by name; each must come later in the file (the
+    /// calls form a tree or a DAG, top first). In a file where no tier says `calls`, each tier
+    /// calls the next (a chain); once one does, a tier without `calls` calls nothing.
+    #[serde(default)]
+    pub calls: Option<Vec<String>>,
+    /// Whether the calls go one after another or all at once.
+    #[serde(default)]
+    pub fan_out: FanOut,
+}
+
+/// How a tier with several dependencies calls them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FanOut {
+    /// One after another; the first failure fails the request and the rest are not called.
+    #[default]
+    Sequence,
+    /// All at once; the request succeeds when all have, and fails at the first failure, which
+    /// cancels the others (`try_join`).
+    Parallel,
 }
 
 /// How a load balancer picks a replica for each attempt.

@@ -119,7 +119,28 @@ pub(super) fn check(s: &Scenario) -> Result<(), Error> {
         if let Some(d) = &t.degrade {
             degrade(&format!("{f}.degrade"), d)?;
         }
-        let bottom = i + 1 == s.tiers.len();
+        if let Some(calls) = &t.calls {
+            for (k, name) in calls.iter().enumerate() {
+                let later = &s.tiers[i + 1..];
+                if !later.iter().any(|o| &o.name == name) {
+                    let names: Vec<&str> = later.iter().map(|o| o.name.as_str()).collect();
+                    let what = format!("a tier listed after this one, one of {names:?}");
+                    return Err(Error::invalid(format!("{f}.calls[{k}]"), what, name));
+                }
+                if calls[..k].contains(name) {
+                    return Err(Error::invalid(format!("{f}.calls[{k}]"), "no repeats", name));
+                }
+            }
+        }
+        if i > 0 && !(0..i).any(|c| s.calls_of(c).contains(&i)) {
+            return Err(Error::invalid(
+                format!("{f}.name"),
+                "a tier some tier above calls (the others name it in `calls`)",
+                &t.name,
+            ));
+        }
+        // The bottom: a tier that calls nothing, so it has no client.
+        let bottom = s.calls_of(i).is_empty();
         instances(&format!("{f}.instances"), t.instances)?;
         if !(1..=MAX_REPLICAS).contains(&t.replicas) {
             return Err(Error::invalid(
@@ -131,7 +152,7 @@ pub(super) fn check(s: &Scenario) -> Result<(), Error> {
         if bottom && t.instances > 1 {
             return Err(Error::invalid(
                 format!("{f}.instances"),
-                "1 on the bottom tier (it has no client; its servers are one pool of workers)",
+                "1 on a tier that calls nothing (it has no client; its servers are one pool)",
                 t.instances,
             ));
         }
@@ -139,7 +160,7 @@ pub(super) fn check(s: &Scenario) -> Result<(), Error> {
             Some(_) if bottom => {
                 return Err(Error::invalid(
                     format!("{f}.timeout_ms"),
-                    "no client timeout on the bottom tier (it calls nothing)",
+                    "no client timeout on a tier that calls nothing",
                     "a timeout",
                 ));
             }
