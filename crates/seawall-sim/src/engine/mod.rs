@@ -159,14 +159,12 @@ impl<'a> Sim<'a> {
         // The client layers: the edge's call of tier 0, then each tier's calls in order. In a
         // chain, layer k is tier k-1 calling tier k.
         let mut links = vec![Link { caller: None, callee: 0, next: None }];
-        let mut first_call = vec![None; n];
+        let mut first_call = Vec::with_capacity(n);
         for t in 0..n {
             let calls = sc.calls_of(t);
+            first_call.push((!calls.is_empty()).then_some(links.len() as u16));
             for (k, &callee) in calls.iter().enumerate() {
                 let next = (k + 1 < calls.len()).then(|| (links.len() + 1) as u16);
-                if k == 0 {
-                    first_call[t] = Some(links.len() as u16);
-                }
                 links.push(Link { caller: Some(t as u16), callee: callee as u16, next });
             }
         }
