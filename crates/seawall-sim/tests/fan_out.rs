@@ -6,7 +6,7 @@
 //! sequence that goes on after a failure (the later dependency's attempts during the outage), or
 //! a single-owner rule that lets two layers on one path retry (the diamond's amplification).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use seawall_report::Run;
 use seawall_sim::{load, simulate};
@@ -20,7 +20,7 @@ fn scenario(name: &str, text: &str) -> PathBuf {
     path
 }
 
-fn run(path: &PathBuf, policy: &str, sets: &[&str]) -> Run {
+fn run(path: &Path, policy: &str, sets: &[&str]) -> Run {
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     let s = load(path.to_str().unwrap(), &sets).unwrap();
     simulate(&s, &[policy.to_string()], 1, &mut |_, _| {}).unwrap().runs.remove(0)
