@@ -31,6 +31,7 @@ entries!(
     "tatkal",
     "reconnect-herd",
     "traffic-spike",
+    "fleet",
 );
 
 /// The default scenario's name.

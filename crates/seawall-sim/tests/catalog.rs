@@ -52,3 +52,33 @@ fn verify_before_is_27_times_the_edge_at_the_database_and_after_about_one() {
     let sw = run("verify", "seawall", &sets);
     assert!(sw.peak_amplification <= 1.2, "{}", sw.peak_amplification);
 }
+
+#[test]
+fn fleet_ratio_reserves_add_up_and_the_grpc_throttle_does_not() {
+    // 1,000 instances: per-instance ratio budgets let the fleet retry every failure (3 attempts:
+    // 3× at the database); per-instance gRPC throttles spend their tokens once.
+    let ratio = run("fleet", "ratio-per-instance", &[]);
+    let seawall = run("fleet", "seawall", &[]);
+    let control = run("fleet", "ratio-per-instance", &["tier.api.instances=1"]);
+    // Database attempts per edge request once the outage is under way (its first seconds spend
+    // the credit a ratio budget saved over its 10 s window).
+    let late = |r: &Run| {
+        let (db, edge) = (&r.series.bottom_attempts_rps[14..20], &r.series.edge_rps[14..20]);
+        db.iter().sum::<f64>() / edge.iter().sum::<f64>()
+    };
+    eprintln!(
+        "fleet: peak {:.2} / {:.2} / {:.2}, late {:.2} / {:.2} / {:.2} (ratio x1000, seawall, ratio x1)",
+        ratio.peak_amplification,
+        seawall.peak_amplification,
+        control.peak_amplification,
+        late(&ratio),
+        late(&seawall),
+        late(&control)
+    );
+    assert!(ratio.peak_amplification > 2.5, "{}", ratio.peak_amplification);
+    assert!(late(&ratio) > 2.5, "{}", late(&ratio));
+    assert!(seawall.peak_amplification < 2.0, "{}", seawall.peak_amplification);
+    assert!(late(&seawall) < 1.05, "{}", late(&seawall));
+    // One instance with the same budget: 10 % + 10 retries/s bounds the fleet.
+    assert!(late(&control) < 1.2, "{}", late(&control));
+}

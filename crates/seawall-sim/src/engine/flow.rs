@@ -12,12 +12,19 @@ use seawall::classify::{Class, Transient};
 use seawall::deadline::Deadline;
 use seawall::hint::Hint;
 use seawall::policy::{Decision, GiveUp, GiveUpReason, RequestInfo};
-use seawall::rng::Rng;
+use seawall::rng::{Rng, SeededRng};
 use seawall::time::Instant;
 
 use super::queue::Kind;
 use super::slab::Id;
 use super::{CallRec, JobRec, JobState, Parent, Sim, ns, second};
+use crate::scenario::FanOut;
+
+/// One of `n` instances, uniformly (no draw when there is one, so single-instance runs keep
+/// their random streams).
+fn pick(n: u16, rng: &mut SeededRng) -> u16 {
+    if n > 1 { (rng.next_u64() % u64::from(n)) as u16 } else { 0 }
+}
 
 /// A call's last answer before it made an attempt.
 const NO_ANSWER: (Class, Hint) = (Class::Retryable(Transient::ServerError), Hint::None);
@@ -32,13 +39,17 @@ impl Sim<'_> {
         self.stats.edge_request(self.now);
         let deadline = self.now + ns(self.sc.edge.deadline_ms);
         let d = Deadline::at(Instant::from_nanos(deadline));
-        let state = self.layers[0].start(self.instant(), RequestInfo::idempotent(), Some(d));
+        let inst = pick(self.edge_instances, &mut self.lb);
+        let state =
+            self.layers[0][inst as usize].start(self.instant(), RequestInfo::idempotent(), Some(d));
         let parent = Parent::Edge { second: second(self.now), deadline, refreshes };
         let id = self.calls.insert(CallRec {
             layer: 0,
+            inst,
             parent,
             state,
             job: None,
+            sibling: None,
             attempt: 0,
             last: NO_ANSWER,
         });
@@ -50,7 +61,7 @@ impl Sim<'_> {
         let now = self.instant();
         let Some(c) = self.calls.get_mut(call) else { return };
         let layer = c.layer as usize;
-        match self.layers[layer].before_attempt(&mut c.state, now) {
+        match self.layers[layer][c.inst as usize].before_attempt(&mut c.state, now) {
             Ok(att) => {
                 let deadline = if self.spec.deadline_propagation {
                     c.state.deadline().map(|d| d.instant().as_nanos())
@@ -58,8 +69,15 @@ impl Sim<'_> {
                     None
                 };
                 c.attempt = att.number();
+                // The instance of the tier that serves this attempt (its client makes the
+                // downstream call).
+                let tier = self.links[layer].callee;
+                let served_by = pick(self.instances[usize::from(tier)], &mut self.lb);
+                let server = self.replicas[usize::from(tier)].pick(&self.servers, &mut self.lb);
                 let job = self.jobs.insert(JobRec {
-                    tier: layer as u16,
+                    tier,
+                    inst: served_by,
+                    server,
                     caller: call,
                     attempt: att.number(),
                     deadline,
@@ -91,7 +109,8 @@ impl Sim<'_> {
     pub(super) fn finish_service(&mut self, job: Id) {
         let Some(j) = self.jobs.get(job) else { return };
         let (tier, deadline, spent) = (j.tier as usize, j.deadline, self.now - j.started);
-        let s = &mut self.servers[tier];
+        let inst = j.inst;
+        let s = &mut self.servers[j.server as usize];
         s.busy -= 1;
         if let Some(adm) = s.adm.as_mut() {
             // The worker is the slot: it is free once local work is done (downstream calls
@@ -102,26 +121,80 @@ impl Sim<'_> {
         if spent > 0 && self.orphaned(job) {
             self.stats.wasted_ns += spent as f64;
         }
-        if tier + 1 == self.servers.len() {
+        let Some(first) = self.first_call[tier] else {
             return self.respond(job, Class::Success, Hint::None);
+        };
+        if let Some(j) = self.jobs.get_mut(job) {
+            j.state = JobState::Downstream;
         }
-        let layer = tier + 1;
+        if self.sc.tiers[tier].fan_out == FanOut::Sequence {
+            return self.call_dependency(job, first, inst, deadline);
+        }
+        // All at once: the calls are listed on the job before any is sent, since one may end
+        // (and cancel the rest) while the next is being sent.
+        let mut layer = Some(first);
+        let mut calls = Vec::new();
+        while let Some(l) = layer {
+            calls.push(self.new_call(job, l, inst, deadline));
+            layer = self.links[usize::from(l)].next;
+        }
+        for pair in calls.windows(2) {
+            if let Some(c) = self.calls.get_mut(pair[0]) {
+                c.sibling = Some(pair[1]);
+            }
+        }
+        if let Some(j) = self.jobs.get_mut(job) {
+            j.down = calls.first().copied();
+        }
+        for call in calls {
+            self.send(call); // a call already cancelled by a sibling's failure is gone: no-op
+        }
+    }
+
+    /// The call `job` makes through client layer `layer` (instance `inst`), not yet sent.
+    fn new_call(&mut self, job: Id, layer: u16, inst: u16, deadline: Option<u64>) -> Id {
         let d = deadline.map(|t| Deadline::at(Instant::from_nanos(t)));
-        let state = self.layers[layer].start(self.instant(), RequestInfo::idempotent(), d);
-        let rec = CallRec {
-            layer: layer as u16,
+        let policy = &self.layers[usize::from(layer)][usize::from(inst)];
+        let state = policy.start(self.instant(), RequestInfo::idempotent(), d);
+        self.calls.insert(CallRec {
+            layer,
+            inst,
             parent: Parent::Job(job),
             state,
             job: None,
+            sibling: None,
             attempt: 0,
             last: NO_ANSWER,
-        };
-        let call = self.calls.insert(rec);
+        })
+    }
+
+    /// Makes `job`'s call through `layer` its one call downstream, and sends it.
+    fn call_dependency(&mut self, job: Id, layer: u16, inst: u16, deadline: Option<u64>) {
+        let call = self.new_call(job, layer, inst, deadline);
         if let Some(j) = self.jobs.get_mut(job) {
-            j.state = JobState::Downstream;
             j.down = Some(call);
         }
         self.send(call);
+    }
+
+    /// Takes `call` (with `sibling`, its successor) off `job`'s list of calls downstream;
+    /// false if it is not there (an answer nobody waits for).
+    fn unlink(&mut self, job: Id, call: Id, sibling: Option<Id>) -> bool {
+        let Some(j) = self.jobs.get_mut(job) else { return false };
+        if j.down == Some(call) {
+            j.down = sibling;
+            return true;
+        }
+        let mut cur = j.down;
+        while let Some(c) = cur {
+            let Some(rec) = self.calls.get_mut(c) else { return false };
+            if rec.sibling == Some(call) {
+                rec.sibling = sibling;
+                return true;
+            }
+            cur = rec.sibling;
+        }
+        false
     }
 
     /// Whether nobody waits for this job any more, at any tier above.
@@ -157,7 +230,12 @@ impl Sim<'_> {
         let hint = if self.spec.honour_hints { hint } else { Hint::None };
         let Some(c) = self.calls.get_mut(call) else { return };
         c.last = (class, hint);
-        match self.layers[c.layer as usize].after_attempt(&mut c.state, now, class, hint) {
+        match self.layers[c.layer as usize][c.inst as usize].after_attempt(
+            &mut c.state,
+            now,
+            class,
+            hint,
+        ) {
             Decision::Success => self.finish_call(call, Ok(())),
             Decision::Retry { after } => {
                 let after = after.as_nanos() as u64;
@@ -185,7 +263,7 @@ impl Sim<'_> {
 
     fn finish_call(&mut self, call: Id, result: Result<(), GiveUp>) {
         let Some(c) = self.calls.get(call) else { return };
-        let (parent, last) = (c.parent, c.last);
+        let (parent, last, layer, inst, sibling) = (c.parent, c.last, c.layer, c.inst, c.sibling);
         self.calls.remove(call);
         if let Err(g) = result
             && matches!(g.reason(), GiveUpReason::BudgetExhausted | GiveUpReason::ThrottledLocally)
@@ -205,9 +283,27 @@ impl Sim<'_> {
                 }
             }
             Parent::Job(job) => {
-                match self.jobs.get_mut(job) {
-                    Some(j) if j.down == Some(call) => j.down = None,
-                    _ => return,
+                if !self.unlink(job, call, sibling) {
+                    return;
+                }
+                let Some(j) = self.jobs.get_mut(job) else { return };
+                if result.is_ok() {
+                    if let Some(next) = self.links[usize::from(layer)].next
+                        && self.sc.tiers[usize::from(j.tier)].fan_out == FanOut::Sequence
+                    {
+                        let deadline = j.deadline;
+                        return self.call_dependency(job, next, inst, deadline);
+                    }
+                    if j.down.is_some() {
+                        return; // a parallel fan-out's other calls are still in flight
+                    }
+                } else {
+                    // `try_join`: the first failure drops the other calls in flight.
+                    let mut rest = j.down.take();
+                    while let Some(c) = rest {
+                        rest = self.calls.get(c).and_then(|r| r.sibling);
+                        self.drop_call(c);
+                    }
                 }
                 // What the fail-fast layer answers upward, as the tower client reads it: the
                 // explicit "overloaded; don't retry" is a 503 with a negative pushback; any
@@ -235,10 +331,10 @@ impl Sim<'_> {
     /// Cancellation: the job's caller gave up, so its work (queued, running or downstream) stops.
     fn cancel_job(&mut self, job: Id) {
         let Some(j) = self.jobs.get(job) else { return };
-        let (tier, state, down, started) = (j.tier as usize, j.state, j.down, j.started);
+        let (server, state, down, started) = (j.server as usize, j.state, j.down, j.started);
         let ticket = j.ticket;
         self.jobs.remove(job);
-        let s = &mut self.servers[tier];
+        let s = &mut self.servers[server];
         match state {
             JobState::Queued => match (s.adm.as_mut(), ticket) {
                 (Some(adm), Some(t)) => {
@@ -255,20 +351,35 @@ impl Sim<'_> {
                 if let Some(adm) = s.adm.as_mut() {
                     adm.finish(None);
                 }
-                self.dispatch(tier);
+                self.dispatch(server);
             }
             JobState::Downstream => {
-                if let Some(call) = down {
+                let mut rest = down;
+                while let Some(call) = rest {
+                    rest = self.calls.get(call).and_then(|c| c.sibling);
                     self.abandon(call);
                 }
             }
         }
     }
 
+    /// The caller no longer waits for `call` (a sibling failed): its policy state ends, and its
+    /// attempt in flight is cancelled downstream only under `cancellation` (otherwise it runs
+    /// on, orphaned: wasted work).
+    fn drop_call(&mut self, call: Id) {
+        if self.spec.cancellation {
+            return self.abandon(call);
+        }
+        let now = self.instant();
+        let Some(c) = self.calls.get_mut(call) else { return };
+        self.layers[c.layer as usize][c.inst as usize].abandon(&mut c.state, now);
+        self.calls.remove(call);
+    }
+
     fn abandon(&mut self, call: Id) {
         let now = self.instant();
         let Some(c) = self.calls.get_mut(call) else { return };
-        self.layers[c.layer as usize].abandon(&mut c.state, now);
+        self.layers[c.layer as usize][c.inst as usize].abandon(&mut c.state, now);
         let job = c.job.take();
         self.calls.remove(call);
         if let Some(j) = job {

@@ -22,7 +22,7 @@ use seawall::rng::{Rng, SeededRng, splitmix64};
 
 use crate::error::Error;
 use crate::policy::PolicySpec;
-use crate::scenario::{BackoffKind, Scenario};
+use crate::scenario::{BackoffKind, Balance, Scenario};
 use queue::{Calendar, Kind};
 use server::Server;
 use slab::{Id, Slab};
@@ -48,10 +48,14 @@ enum Parent {
 #[derive(Debug)]
 struct CallRec {
     layer: u16,
+    /// Which instance of the layer holds the call's policy state.
+    inst: u16,
     parent: Parent,
     state: Call,
     /// The attempt in flight.
     job: Option<Id>,
+    /// The next of its job's calls in flight at once (a parallel fan-out's list).
+    sibling: Option<Id>,
     attempt: u32,
     /// What the last attempt's server answered: a fail-fast layer that gives up without the
     /// overload signal passes that answer up as it is (with its `Retry-After`).
@@ -68,12 +72,18 @@ enum JobState {
 #[derive(Debug)]
 struct JobRec {
     tier: u16,
+    /// Which instance of the tier serves it (its client makes the downstream call).
+    inst: u16,
+    /// The server (a replica of the tier, an index into `Sim::servers`) it went to.
+    server: u16,
     caller: Id,
     attempt: u32,
     deadline: Option<u64>,
     enqueued: u64,
     started: u64,
     state: JobState,
+    /// The job's calls in flight downstream: one in a sequence, a list (through
+    /// `CallRec::sibling`) in a parallel fan-out.
     down: Option<Id>,
     /// Its place in a protected tier's queue while queued there.
     ticket: Option<Ticket>,
@@ -99,8 +109,23 @@ pub(crate) struct Sim<'a> {
     cal: Calendar,
     calls: Slab<CallRec>,
     jobs: Slab<JobRec>,
+    /// Every tier's replicas, tier after tier (`replicas[t]` says where a tier's are).
     servers: Vec<Server>,
-    layers: Vec<RetryPolicy<AnyBudget>>,
+    /// Each tier's replicas in `servers`, and its balancer's state.
+    replicas: Vec<Replicas>,
+    /// Each client layer's instances, each a whole policy (budget, breaker, jitter stream).
+    layers: Vec<Vec<RetryPolicy<AnyBudget>>>,
+    /// Instances of the edge client, for the draw that spreads edge requests.
+    edge_instances: u16,
+    /// Instances per tier, for the draw that spreads the requests it serves.
+    instances: Vec<u16>,
+    /// What each client layer connects: caller, callee, the caller's next dependency.
+    links: Vec<Link>,
+    /// Each tier's first client layer (its first dependency), `None` for a tier that calls
+    /// nothing.
+    first_call: Vec<Option<u16>>,
+    /// Which instance serves a request (its own stream: runs with one instance never draw).
+    lb: SeededRng,
     arrivals: SeededRng,
     service: SeededRng,
     misc: SeededRng,
@@ -131,25 +156,64 @@ impl<'a> Sim<'a> {
     /// policies are the policies'.
     pub(crate) fn new(sc: &'a Scenario, spec: &'a PolicySpec, seed: u64) -> Result<Self, Error> {
         let n = sc.tiers.len();
-        let mut layers = Vec::with_capacity(n);
-        let mut owner_taken = false;
+        // The client layers: the edge's call of tier 0, then each tier's calls in order. In a
+        // chain, layer k is tier k-1 calling tier k.
+        let mut links = vec![Link { caller: None, callee: 0, next: None }];
+        let mut first_call = Vec::with_capacity(n);
+        for t in 0..n {
+            let calls = sc.calls_of(t);
+            first_call.push((!calls.is_empty()).then_some(links.len() as u16));
+            for (k, &callee) in calls.iter().enumerate() {
+                let next = (k + 1 < calls.len()).then(|| (links.len() + 1) as u16);
+                links.push(Link { caller: Some(t as u16), callee: callee as u16, next });
+            }
+        }
+        // Under `single_owner`, a layer owns retries when it retries and no layer above it on
+        // any path into its tier does (so attempts never multiply along a path).
+        let mut retried_above = vec![false; n];
+        retried_above[0] = sc.edge.retries;
+        for t in 0..n {
+            let below = retried_above[t] || sc.tiers[t].retries;
+            for c in sc.calls_of(t) {
+                retried_above[c] |= below;
+            }
+        }
+        let mut layers = Vec::with_capacity(links.len());
         let mut fixed_waits = true;
-        for layer in 0..n {
-            let (retries, timeout, client, field) = if layer == 0 {
-                (sc.edge.retries, sc.edge.timeout_ms, spec.edge_client.as_ref(), "edge".into())
-            } else {
-                let t = &sc.tiers[layer - 1];
-                let field = format!("tier.{}", t.name);
-                (t.retries, t.timeout_ms, spec.tier_clients.get(&t.name), field)
+        for (layer, link) in links.iter().enumerate() {
+            let (retries, timeout, client, field, count, owner) = match link.caller {
+                None => {
+                    let e = &sc.edge;
+                    let client = spec.edge_client.as_ref();
+                    (e.retries, e.timeout_ms, client, "edge".into(), e.instances, e.retries)
+                }
+                Some(t) => {
+                    let (t, above) = (&sc.tiers[usize::from(t)], retried_above[usize::from(t)]);
+                    let field = format!("tier.{}", t.name);
+                    let client = spec.tier_clients.get(&t.name);
+                    (t.retries, t.timeout_ms, client, field, t.instances, t.retries && !above)
+                }
             };
-            let owner = retries && !owner_taken;
-            owner_taken |= retries;
             let field = format!("policies.{}.{field}", spec.name);
             let (lspec, timeout) = spec.for_client(client, timeout, &field)?;
             fixed_waits &= matches!(lspec.backoff, BackoffKind::None | BackoffKind::Constant);
             let layer_seed = splitmix64(seed ^ splitmix64(0x5EA_0000 + layer as u64));
-            layers.push(lspec.build(retries, owner, timeout, layer_seed)?);
+            // Instance 0 keeps the layer's seed (a one-instance run is the run it always was);
+            // the others get streams of their own.
+            let count = count.clamp(1, u32::from(u16::MAX));
+            let instances = (0..count)
+                .map(|i| {
+                    let s = if i == 0 {
+                        layer_seed
+                    } else {
+                        splitmix64(layer_seed ^ splitmix64(u64::from(i)))
+                    };
+                    lspec.build(retries, owner, timeout, s)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            layers.push(instances);
         }
+        let instances = sc.tiers.iter().map(|t| t.instances.clamp(1, 65_535) as u16).collect();
         let secs = sc.duration_s.ceil() as usize;
         let arrivals_end = (sc.duration_s * 1e9) as u64;
         Ok(Sim {
@@ -162,12 +226,20 @@ impl<'a> Sim<'a> {
             servers: sc
                 .tiers
                 .iter()
-                .map(|t| Server::new(t, &sc.faults, spec.server_protection))
+                .flat_map(|t| {
+                    (0..t.replicas).map(|r| Server::new(t, r, &sc.faults, spec.server_protection))
+                })
                 .collect(),
+            replicas: Replicas::of(sc),
             arrivals: SeededRng::new(splitmix64(seed ^ 0xA)),
             service: SeededRng::new(splitmix64(seed ^ 0xB)),
             misc: SeededRng::new(splitmix64(seed ^ 0xC)),
             shed: SeededRng::new(splitmix64(seed ^ 0xD)),
+            lb: SeededRng::new(splitmix64(seed ^ 0xE)),
+            edge_instances: sc.edge.instances.clamp(1, 65_535) as u16,
+            instances,
+            links,
+            first_call,
             retry_after: RetryAfter::default(),
             classifier: HttpClassifier::default(),
             doomed: Vec::new(),
@@ -179,7 +251,7 @@ impl<'a> Sim<'a> {
             events: 0,
             per_try: layers
                 .iter()
-                .map(|p| p.config().per_try_timeout().map(|t| t.as_nanos() as u64))
+                .map(|p| p[0].config().per_try_timeout().map(|t| t.as_nanos() as u64))
                 .collect(),
             fixed_waits,
             layers,
@@ -263,31 +335,98 @@ impl<'a> Sim<'a> {
             Kind::Refresh { count } => self.edge_request(count),
             Kind::ServiceDone(job) => {
                 if let Some(j) = self.jobs.get(job) {
-                    let tier = j.tier as usize;
+                    let server = j.server as usize;
                     self.finish_service(job);
-                    self.dispatch(tier);
+                    self.dispatch(server);
                 }
             }
             Kind::Timeout { call, attempt } => self.timeout(call, attempt),
             Kind::Retry(call) => self.send(call),
-            Kind::Kick(tier) => self.dispatch(tier as usize),
-            Kind::Restart(tier) => self.restart(tier as usize),
+            Kind::Kick(server) => self.dispatch(server as usize),
+            Kind::Restart(server) => self.restart(server as usize),
             Kind::Tick => {
                 let s = second(self.now) - 1;
-                self.stats.queue_age[s] = self.queue_age(self.servers.len() - 1);
+                self.stats.queue_age[s] = self.tier_queue_age(self.replicas.len() - 1);
                 progress((s + 1) as f64 / self.stats.edge.len() as f64);
             }
         }
     }
 
-    fn queue_age(&mut self, tier: usize) -> f64 {
+    fn queue_age(&mut self, server: usize) -> f64 {
         let jobs = &self.jobs;
-        let s = &mut self.servers[tier];
+        let s = &mut self.servers[server];
         if let Some(adm) = &s.adm {
             return adm.oldest_age(seawall::time::Instant::from_nanos(self.now)).as_secs_f64();
         }
         let front = s.front(|id| jobs.get(id).is_some());
         front.and_then(|id| jobs.get(id)).map_or(0.0, |j| (self.now - j.enqueued) as f64 / 1e9)
+    }
+
+    /// The oldest queued request's age over a tier's replicas, seconds.
+    fn tier_queue_age(&mut self, tier: usize) -> f64 {
+        let Replicas { first, count, .. } = self.replicas[tier];
+        (first..first + count).map(|s| self.queue_age(s as usize)).fold(0.0, f64::max)
+    }
+}
+
+/// A client layer: who calls whom.
+#[derive(Debug, Clone, Copy)]
+struct Link {
+    /// The calling tier (`None`: the edge).
+    caller: Option<u16>,
+    /// The tier called.
+    callee: u16,
+    /// The caller's next dependency (the layer to call after this one, in a sequence).
+    next: Option<u16>,
+}
+
+/// A tier's replicas in `Sim::servers` and its load balancer.
+#[derive(Debug, Clone, Copy)]
+struct Replicas {
+    first: u16,
+    count: u16,
+    balance: Balance,
+    /// The next replica in turn (round robin).
+    next: u16,
+}
+
+impl Replicas {
+    fn of(sc: &Scenario) -> Vec<Replicas> {
+        let mut first = 0;
+        sc.tiers
+            .iter()
+            .map(|t| {
+                let r = Replicas { first, count: t.replicas as u16, balance: t.balance, next: 0 };
+                first += t.replicas as u16;
+                r
+            })
+            .collect()
+    }
+
+    /// The server an attempt goes to. One replica: no draw (a one-replica run keeps its random
+    /// streams).
+    fn pick(&mut self, servers: &[Server], rng: &mut SeededRng) -> u16 {
+        let n = self.count;
+        if n <= 1 {
+            return self.first;
+        }
+        let draw = |rng: &mut SeededRng, below: u16| (rng.next_u64() % u64::from(below)) as u16;
+        let k = match self.balance {
+            Balance::RoundRobin => {
+                let k = self.next;
+                self.next = (k + 1) % n;
+                k
+            }
+            Balance::Random => draw(rng, n),
+            Balance::LeastRequests => {
+                // Two distinct replicas; the less loaded wins, the first drawn on a tie.
+                let a = draw(rng, n);
+                let b = (a + 1 + draw(rng, n - 1)) % n;
+                let load = |k: u16| servers[usize::from(self.first + k)].load();
+                if load(b) < load(a) { b } else { a }
+            }
+        };
+        self.first + k
     }
 }
 

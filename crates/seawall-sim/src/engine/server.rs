@@ -53,10 +53,11 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    pub(crate) fn new(t: &Tier, faults: &[FaultSpec], protect: bool) -> Server {
+    /// Replica `replica` of tier `t`, with the faults that hit it.
+    pub(crate) fn new(t: &Tier, replica: u32, faults: &[FaultSpec], protect: bool) -> Server {
         let windows = faults
             .iter()
-            .filter(|f| f.tier == t.name)
+            .filter(|f| f.tier == t.name && f.replica.is_none_or(|r| r == replica))
             .map(|f| Window {
                 kind: f.kind,
                 mode: f.mode,
@@ -95,6 +96,11 @@ impl Server {
 
     fn active(&self, now: u64) -> impl Iterator<Item = &Window> {
         self.windows.iter().filter(move |w| w.start <= now && now < w.end)
+    }
+
+    /// Requests queued and in service: what a least-requests balancer compares.
+    pub(crate) fn load(&self) -> u32 {
+        self.waiting() + self.busy
     }
 
     /// Jobs waiting for a worker.

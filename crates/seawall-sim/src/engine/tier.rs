@@ -29,7 +29,7 @@ impl Sim<'_> {
         let Some(j) = self.jobs.get(job) else { return };
         let (tier, attempt, deadline) = (j.tier as usize, j.attempt, j.deadline);
         self.stats.attempt(tier, self.now);
-        let s = &mut self.servers[tier];
+        let s = &mut self.servers[j.server as usize];
         s.note_arrival(self.now);
         if s.failing(self.now) {
             return self.respond(job, Class::Retryable(Transient::ServerError), Hint::None);
@@ -74,11 +74,11 @@ impl Sim<'_> {
 
     fn start_service(&mut self, job: Id) {
         let Some(j) = self.jobs.get_mut(job) else { return };
-        let tier = j.tier as usize;
+        let server = j.server as usize;
         j.state = JobState::Serving;
         j.started = self.now;
         j.ticket = None;
-        let s = &mut self.servers[tier];
+        let s = &mut self.servers[server];
         s.busy += 1;
         let d = s.service_ns(self.now, &mut self.service);
         if d == 0 {
@@ -90,10 +90,10 @@ impl Sim<'_> {
 
     /// Starts queued work while workers are free; a protected tier's admission drops the
     /// doomed work it finds on the way (CoDel, expired deadlines).
-    pub(super) fn dispatch(&mut self, tier: usize) {
+    pub(super) fn dispatch(&mut self, server: usize) {
         let now = self.instant();
         loop {
-            let s = &mut self.servers[tier];
+            let s = &mut self.servers[server];
             let cap = s.capacity(self.now);
             if let Some(adm) = s.adm.as_mut() {
                 adm.set_ceiling(cap as usize);
@@ -120,9 +120,9 @@ impl Sim<'_> {
         }
     }
 
-    /// A restart fails everything queued or running at the tier; caches are then cold.
-    pub(super) fn restart(&mut self, tier: usize) {
-        let s = &mut self.servers[tier];
+    /// A restart fails everything queued or running at the replica; caches are then cold.
+    pub(super) fn restart(&mut self, server: usize) {
+        let s = &mut self.servers[server];
         let mut victims: Vec<Id> = s.fifo.drain(..).collect();
         if let Some(adm) = s.adm.as_mut() {
             adm.clear(|id| victims.push(id));
@@ -131,13 +131,13 @@ impl Sim<'_> {
         victims.extend(self.jobs.ids().filter(|&id| {
             self.jobs
                 .get(id)
-                .is_some_and(|j| j.tier as usize == tier && j.state == JobState::Serving)
+                .is_some_and(|j| j.server as usize == server && j.state == JobState::Serving)
         }));
         for id in victims {
             if let Some(j) = self.jobs.get(id)
                 && j.state == JobState::Serving
             {
-                self.servers[tier].busy -= 1;
+                self.servers[server].busy -= 1;
             }
             self.respond(id, Class::Retryable(Transient::Connection), Hint::None);
         }

@@ -45,6 +45,20 @@ impl Scenario {
         Ok(scenario)
     }
 
+    /// The tiers tier `i` calls, by index. In a file where no tier names its `calls`, each
+    /// calls the next (a chain); once one does, the calls are explicit and a tier without
+    /// `calls` calls nothing. Validation has checked that every name exists and comes later.
+    pub fn calls_of(&self, i: usize) -> Vec<usize> {
+        let chain = self.tiers.iter().all(|t| t.calls.is_none());
+        match &self.tiers[i].calls {
+            None if chain && i + 1 < self.tiers.len() => vec![i + 1],
+            None => Vec::new(),
+            Some(names) => {
+                names.iter().filter_map(|n| self.tiers.iter().position(|t| &t.name == n)).collect()
+            }
+        }
+    }
+
     /// Names of the policies this scenario can run: the presets, then its own.
     pub fn policy_names(&self) -> Vec<String> {
         let mut v: Vec<String> = PRESETS.iter().map(|s| s.to_string()).collect();
@@ -74,7 +88,10 @@ impl Scenario {
         if let Some(c) = &spec.edge_client {
             spec.for_client(Some(c), self.edge.timeout_ms, &format!("{field}.edge"))?;
         }
-        let callers = &self.tiers[..self.tiers.len().saturating_sub(1)];
+        let callers: Vec<&Tier> = (0..self.tiers.len())
+            .filter(|&i| !self.calls_of(i).is_empty())
+            .map(|i| &self.tiers[i])
+            .collect();
         for (tier, c) in &spec.tier_clients {
             let f = format!("{field}.tier.{tier}");
             let Some(t) = callers.iter().find(|t| &t.name == tier) else {

@@ -67,6 +67,10 @@ pub struct Edge {
     /// Users who retry by hand after a failure.
     #[serde(default)]
     pub refresh: Option<Refresh>,
+    /// Instances of the edge client (apps, gateways), each with its own policy state: budget,
+    /// breaker, jitter stream. Edge requests are spread over them uniformly at random.
+    #[serde(default = "one")]
+    pub instances: u32,
 }
 
 /// A point of the steady rate's piecewise-linear profile.
@@ -147,6 +151,54 @@ pub struct Tier {
     /// Whether retry presets apply to this tier's client (false: always one attempt).
     #[serde(default = "yes")]
     pub retries: bool,
+    /// Instances of this tier. Each holds its own client of the next tier — its own budget,
+    /// breaker and jitter stream — so a budget's per-client reserve (a ratio budget's minimum
+    /// retries per second, say) is `instances` times larger fleet-wide. A request served here
+    /// is served by an instance chosen uniformly at random; the server side stays one pool of
+    /// `workers`.
+    #[serde(default = "one")]
+    pub instances: u32,
+    /// Replicas of this tier's server, each with its own `workers`, queue and admission control,
+    /// behind a load balancer (`balance`).
+    #[serde(default = "one")]
+    pub replicas: u32,
+    /// How the load balancer in front of the replicas picks one.
+    #[serde(default)]
+    pub balance: Balance,
+    /// The tiers a request served here calls, by name; each must come later in the file (the
+    /// calls form a tree or a DAG, top first). In a file where no tier says `calls`, each tier
+    /// calls the next (a chain); once one does, a tier without `calls` calls nothing.
+    #[serde(default)]
+    pub calls: Option<Vec<String>>,
+    /// Whether the calls go one after another or all at once.
+    #[serde(default)]
+    pub fan_out: FanOut,
+}
+
+/// How a tier with several dependencies calls them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FanOut {
+    /// One after another; the first failure fails the request and the rest are not called.
+    #[default]
+    Sequence,
+    /// All at once; the request succeeds when all have, and fails at the first failure, which
+    /// cancels the others (`try_join`).
+    Parallel,
+}
+
+/// How a load balancer picks a replica for each attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Balance {
+    /// Each replica in turn (Envoy's default `ROUND_ROBIN`).
+    #[default]
+    RoundRobin,
+    /// A replica drawn uniformly at random (Envoy's `RANDOM`).
+    Random,
+    /// The less loaded of two replicas drawn at random, by requests queued and in service
+    /// (Envoy's `LEAST_REQUEST` with its default `choice_count` of 2: power of two choices).
+    LeastRequests,
 }
 
 fn yes() -> bool {
@@ -251,4 +303,7 @@ pub struct FaultSpec {
     /// Restart: service-time factor while cold.
     #[serde(default)]
     pub cold_factor: Option<f64>,
+    /// The replica it hits, by index from 0 (absent: every replica of the tier).
+    #[serde(default)]
+    pub replica: Option<u32>,
 }

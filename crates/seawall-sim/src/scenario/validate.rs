@@ -53,12 +53,27 @@ fn degrade(field: &str, d: &Degrade) -> Result<(), Error> {
     }
 }
 
+/// Instances of a client layer: each holds a whole policy, so the count is bounded.
+pub(crate) const MAX_INSTANCES: u32 = 10_000;
+
+fn instances(field: &str, n: u32) -> Result<(), Error> {
+    if (1..=MAX_INSTANCES).contains(&n) {
+        Ok(())
+    } else {
+        Err(Error::invalid(field, format!("an integer in [1, {MAX_INSTANCES}]"), n))
+    }
+}
+
+/// Replicas of a tier's server.
+pub(crate) const MAX_REPLICAS: u32 = 1_000;
+
 /// Checks every number and name; the first problem is returned.
 pub(super) fn check(s: &Scenario) -> Result<(), Error> {
     num("duration_s", s.duration_s, 1.0, 86_400.0)?;
     let e = &s.edge;
     num("edge.rate", e.rate, 0.0, 10_000_000.0)?;
     num("edge.deadline_ms", e.deadline_ms, 1.0, 3_600_000.0)?;
+    instances("edge.instances", e.instances)?;
     if let Some(t) = e.timeout_ms {
         num("edge.timeout_ms", t, 1.0, 3_600_000.0)?;
     }
@@ -104,12 +119,48 @@ pub(super) fn check(s: &Scenario) -> Result<(), Error> {
         if let Some(d) = &t.degrade {
             degrade(&format!("{f}.degrade"), d)?;
         }
-        let bottom = i + 1 == s.tiers.len();
+        if let Some(calls) = &t.calls {
+            for (k, name) in calls.iter().enumerate() {
+                let later = &s.tiers[i + 1..];
+                if !later.iter().any(|o| &o.name == name) {
+                    let names: Vec<&str> = later.iter().map(|o| o.name.as_str()).collect();
+                    let what = format!("a tier listed after this one, one of {names:?}");
+                    return Err(Error::invalid(format!("{f}.calls[{k}]"), what, name));
+                }
+                if calls[..k].contains(name) {
+                    return Err(Error::invalid(format!("{f}.calls[{k}]"), "no repeats", name));
+                }
+            }
+        }
+        if i > 0 && !(0..i).any(|c| s.calls_of(c).contains(&i)) {
+            return Err(Error::invalid(
+                format!("{f}.name"),
+                "a tier some tier above calls (the others name it in `calls`)",
+                &t.name,
+            ));
+        }
+        // The bottom: a tier that calls nothing, so it has no client.
+        let bottom = s.calls_of(i).is_empty();
+        instances(&format!("{f}.instances"), t.instances)?;
+        if !(1..=MAX_REPLICAS).contains(&t.replicas) {
+            return Err(Error::invalid(
+                format!("{f}.replicas"),
+                format!("an integer in [1, {MAX_REPLICAS}]"),
+                t.replicas,
+            ));
+        }
+        if bottom && t.instances > 1 {
+            return Err(Error::invalid(
+                format!("{f}.instances"),
+                "1 on a tier that calls nothing (it has no client; its servers are one pool)",
+                t.instances,
+            ));
+        }
         match t.timeout_ms {
             Some(_) if bottom => {
                 return Err(Error::invalid(
                     format!("{f}.timeout_ms"),
-                    "no client timeout on the bottom tier (it calls nothing)",
+                    "no client timeout on a tier that calls nothing",
                     "a timeout",
                 ));
             }
@@ -119,9 +170,18 @@ pub(super) fn check(s: &Scenario) -> Result<(), Error> {
     }
     for (i, fs) in s.faults.iter().enumerate() {
         let f = format!("fault[{i}]");
-        if !s.tiers.iter().any(|t| t.name == fs.tier) {
+        let Some(tier) = s.tiers.iter().find(|t| t.name == fs.tier) else {
             let names: Vec<&str> = s.tiers.iter().map(|t| t.name.as_str()).collect();
             return Err(Error::invalid(format!("{f}.tier"), format!("one of {names:?}"), &fs.tier));
+        };
+        if let Some(r) = fs.replica
+            && r >= tier.replicas
+        {
+            return Err(Error::invalid(
+                format!("{f}.replica"),
+                format!("a replica index below {} (tier {} has {0})", tier.replicas, tier.name),
+                r,
+            ));
         }
         // A fault after the end is allowed (a shortened `--duration`); it simply never fires.
         num(&format!("{f}.start_s"), fs.start_s, 0.0, 86_400.0)?;

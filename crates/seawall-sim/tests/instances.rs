@@ -1,0 +1,69 @@
+//! Instances per tier: each instance holds its own policy — budget, breaker, jitter stream — so a
+//! ratio budget's per-client reserve of R retries/s becomes N × R fleet-wide, and a fleet of many
+//! small clients retries more during an outage than one big client with the same settings.
+//!
+//! What would break these tests: sharing one policy among the instances (the engine always picking
+//! instance 0) makes every `instances = N` run equal to the one-instance run.
+
+use seawall_report::Run;
+use seawall_sim::{load, simulate};
+
+fn run(scenario: &str, policy: &str, sets: &[&str]) -> Run {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let s = load(scenario, &sets).unwrap();
+    simulate(&s, &[policy.to_string()], 1, &mut |_, _| {}).unwrap().runs.remove(0)
+}
+
+/// Database attempts per second while every query fails (the `verify` outage, 10 s to 20 s).
+fn db_rps_during_outage(r: &Run) -> f64 {
+    let during = &r.series.bottom_attempts_rps[11..20];
+    during.iter().sum::<f64>() / during.len() as f64
+}
+
+#[test]
+fn a_ratio_budget_reserve_multiplies_with_the_edge_instances() {
+    // 200 rps at the edge, the seawall preset with a ratio budget: the edge owns retries
+    // (3 attempts; 10 % of requests plus a reserve of 10 retries/s per client), the tiers below
+    // fail fast.
+    let base = ["edge.rate=200", "duration_s=30", "policies.seawall.budget=ratio"];
+    let one = run("verify", "seawall", &base);
+    let fleet = run("verify", "seawall", &[&base[..], &["edge.instances=100"]].concat());
+    let (one, fleet) = (db_rps_during_outage(&one), db_rps_during_outage(&fleet));
+    eprintln!("db attempts/s during the outage: one edge client {one:.0}, 100: {fleet:.0}");
+    // One client: 200 first attempts + at most 10 % + 10 retries/s.
+    assert!(one <= 200.0 * 1.1 + 10.0 + 15.0, "one client: {one:.0}/s");
+    // 100 clients of 2 rps each: the reserves (100 × 10/s) exceed what the attempt cap allows,
+    // so the cap binds: about 3 attempts per request.
+    assert!(fleet > 500.0, "100 clients: {fleet:.0}/s");
+    assert!(fleet <= 200.0 * 3.0 + 15.0, "the attempt cap still binds: {fleet:.0}/s");
+}
+
+#[test]
+fn a_middle_tier_instances_each_hold_a_budget_of_their_own() {
+    // The `budget` preset retries at every layer, here each with a ratio budget.
+    let base = ["edge.rate=200", "duration_s=30", "policies.budget.budget=ratio"];
+    let one = run("verify", "budget", &base);
+    let many = run("verify", "budget", &[&base[..], &["tier.service.instances=50"]].concat());
+    let (one, many) = (db_rps_during_outage(&one), db_rps_during_outage(&many));
+    eprintln!("db attempts/s during the outage: one service instance {one:.0}, 50: {many:.0}");
+    assert!(many > 1.5 * one, "50 service instances: {many:.0}/s vs one: {one:.0}/s");
+}
+
+#[test]
+fn one_instance_is_the_default_and_runs_are_deterministic() {
+    let base = ["edge.rate=200", "duration_s=20"];
+    let default = run("verify", "seawall", &base);
+    let explicit = run("verify", "seawall", &[&base[..], &["edge.instances=1"]].concat());
+    assert_eq!(default.series.bottom_attempts_rps, explicit.series.bottom_attempts_rps);
+    let a = run("verify", "seawall", &[&base[..], &["edge.instances=7"]].concat());
+    let b = run("verify", "seawall", &[&base[..], &["edge.instances=7"]].concat());
+    assert_eq!(a.series.bottom_attempts_rps, b.series.bottom_attempts_rps);
+}
+
+#[test]
+fn instance_counts_are_checked() {
+    for bad in ["edge.instances=0", "edge.instances=10001", "tier.db.instances=2"] {
+        let err = load("verify", &[bad.to_string()]).unwrap_err().to_string();
+        assert!(err.contains("instances"), "{bad}: {err}");
+    }
+}
