@@ -1,7 +1,8 @@
 //! The lab's admin endpoints (admission knob, retry switch, dependency flush, fault injection)
 //! live on each node's own loopback admin listener behind the stack's bearer token: without the
 //! token a request gets 401 and changes nothing, with it the knob turns, and the traffic port
-//! serves no `/admin/*` (nor the old `/lab/fault/*`) at all. Also: the token file `seawall lab` writes is private and holds the token.
+//! serves no `/admin/*` (nor the old `/lab/fault/*`) at all. Also: the token file `seawall lab`
+//! writes is private and holds the token.
 
 mod common;
 

@@ -6,7 +6,16 @@
 //! (127.0.0.1:6379), so they live in their own test binary (cargo runs test binaries one after
 //! another) and take [`SERIAL`] so its tests never overlap each other. Each restart is bounded in
 //! time and a guard restarts the server when the test ends, passing or panicking. Other processes
-//! using those servers at the same moment see a few seconds of refused connections.
+//! using those servers at the same moment see a few seconds of refused connections (measured
+//! here: PostgreSQL down 3.4–4.5 s, Redis about 0.6 s).
+//!
+//! They need the `postgres`, `redis-store` and `redis-control` features, so `cargo test
+//! --workspace` (default features) never builds them; `cargo test -p seawall-tower
+//! --all-features` (`.ci/run`) does, one binary after another, so no other store test of that
+//! run is running while a server is down. PostgreSQL is driven with `pg_ctlcluster
+//! --skip-systemctl-redirect <version> main stop|start` and Redis with `redis-cli shutdown
+//! nosave` and the `redis-server` command line `.ci/run` uses; both need the rights to do so
+//! (root on the CI machine).
 //!
 //! Time here is the wall clock on purpose: the lease and the pool live in other processes
 //! (PostgreSQL's `now()`, Redis's `TIME`), which no paused tokio clock reaches. Every wait is a
