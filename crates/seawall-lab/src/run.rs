@@ -255,7 +255,7 @@ pub async fn run_stack(
         tokio::time::sleep_until(start + params.at).await;
         match pg {
             Some(pg) => pg.fault(f).await,
-            None => admin.inject(&urls[urls.len() - 1], f).await,
+            None => admin.inject(&admin_urls[admin_urls.len() - 1], &token, f).await,
         }
     };
     // The pg_stat_activity query once a second, on the same clock as the scrapes.

@@ -28,11 +28,20 @@ impl Default for Admin {
 
 impl Admin {
     async fn send(&self, method: Method, url: String) -> Result<(u16, Bytes), LabError> {
-        let req = Request::builder()
-            .method(method)
-            .uri(&url)
-            .body(Empty::new())
-            .map_err(|e| LabError::Http(format!("{url}: {e}")))?;
+        self.send_as(method, url, None).await
+    }
+
+    async fn send_as(
+        &self,
+        method: Method,
+        url: String,
+        token: Option<&str>,
+    ) -> Result<(u16, Bytes), LabError> {
+        let mut req = Request::builder().method(method).uri(&url);
+        if let Some(t) = token {
+            req = req.header(http::header::AUTHORIZATION, format!("Bearer {t}"));
+        }
+        let req = req.body(Empty::new()).map_err(|e| LabError::Http(format!("{url}: {e}")))?;
         let call = async {
             let resp =
                 self.http.request(req).await.map_err(|e| LabError::Http(format!("{url}: {e}")))?;
@@ -70,11 +79,18 @@ impl Admin {
             .map_err(|e| LabError::Http(format!("{base}/lab/backend: {e}")))
     }
 
-    /// Starts `fault` on the dependency at `base` now.
-    pub async fn inject(&self, base: &str, fault: FaultSpec) -> Result<(), LabError> {
-        let url =
-            format!("{base}/lab/fault/{}/{}", fault.kind.as_str(), fault.duration.as_millis());
-        match self.send(Method::POST, url.clone()).await? {
+    /// Starts `fault` now on the dependency whose admin listener is `admin_base`, with the
+    /// stack's admin `token` (the fault endpoint is an admin endpoint, off the traffic port).
+    pub async fn inject(
+        &self,
+        admin_base: &str,
+        token: &str,
+        fault: FaultSpec,
+    ) -> Result<(), LabError> {
+        use crate::node::admin::FAULT_PATH;
+        let (kind, ms) = (fault.kind.as_str(), fault.duration.as_millis());
+        let url = format!("{admin_base}{FAULT_PATH}/{kind}/{ms}");
+        match self.send_as(Method::POST, url.clone(), Some(token)).await? {
             (204, _) => Ok(()),
             (s, _) => Err(LabError::Http(format!("{url}: status {s}"))),
         }

@@ -1,7 +1,8 @@
-//! The lab's admin endpoints (admission knob, retry switch, dependency flush) live on each
-//! node's own loopback admin listener behind the stack's bearer token: without the token a
-//! request gets 401 and changes nothing, with it the knob turns, and the traffic port serves no
-//! `/admin/*` at all. Also: the token file `seawall lab` writes is private and holds the token.
+//! The lab's admin endpoints (admission knob, retry switch, dependency flush, fault injection)
+//! live on each node's own loopback admin listener behind the stack's bearer token: without the
+//! token a request gets 401 and changes nothing, with it the knob turns, and the traffic port
+//! serves no `/admin/*` (nor the old `/lab/fault/*`) at all. Also: the token file `seawall lab`
+//! writes is private and holds the token.
 
 mod common;
 
@@ -59,6 +60,17 @@ fn check(info: StackInfo) -> Vec<String> {
             assert_eq!((s, body), (200, format!("{{\"{field}\":7}}")), "{url}");
             seen.push(url);
         }
+        if n.role == "dependency" {
+            // Fault injection is an admin endpoint too: 401 without the token (and no fault
+            // starts), 204 with it, and the traffic port no longer serves it.
+            let fault = format!("{}/admin/fault/slow/1", n.admin);
+            assert_eq!(call("POST", &fault, None).0, 401, "{fault}");
+            assert_eq!(call("POST", &fault, Some(&wrong)).0, 401, "{fault}");
+            assert_eq!(call("POST", &fault, Some(&token)).0, 204, "{fault}");
+            let old = format!("{}/lab/fault/slow/1", n.url);
+            assert_eq!(call("POST", &old, Some(&token)).0, 404, "{old} on the traffic port");
+            seen.push(fault);
+        }
         if let Some(flush) = &n.flush {
             assert_eq!(call("POST", &format!("{flush}?older_than_ms=5"), None).0, 401);
             let (s, body) = call("POST", &format!("{flush}?older_than_ms=5"), Some(&token));
@@ -89,8 +101,8 @@ async fn admin_needs_the_token_and_is_off_the_traffic_port() {
     };
     let (_, (seen, info)) =
         common::with_running_lab(&params, Stack::Seawall, |info| (check(info.clone()), info)).await;
-    // 4 admission knobs, 3 retry switches, 1 flush.
-    assert_eq!(seen.len(), 8, "{seen:?}");
+    // 4 admission knobs, 3 retry switches, 1 fault, 1 flush.
+    assert_eq!(seen.len(), 9, "{seen:?}");
     assert!(info.admin_token.len() >= 16);
     let file = info.admin_token_file.clone().expect("a token file beside nodes.json");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), info.admin_token);

@@ -1,8 +1,8 @@
 //! A node's admin listener: the knobs an operator (or `seawall escape`) turns, apart from the
 //! traffic.
 //!
-//! The retry switch, the admission knob and the dependency's flush endpoint are each a
-//! denial-of-service switch, so a node serves them on a second loopback listener of their own
+//! The retry switch, the admission knob, the dependency's flush endpoint and its fault injection
+//! are each a denial-of-service switch, so a node serves them on a second loopback listener of their own
 //! (never on the traffic port the load generator and the tier above reach), and every request
 //! there must carry `Authorization: Bearer <token>` ([`AdminAuth`]). The lab draws the token at
 //! random once per stack ([`random_token`]) and hands it to its nodes in their spec.
@@ -12,6 +12,7 @@
 //! | [`ADMISSION_PATH`] | every node | the `ShedLayer`'s admission knob |
 //! | [`RETRIES_PATH`] | edge, gateway, order | the client layer's retry switch |
 //! | [`FLUSH_PATH`] | dependency | drop queued work older than N ms |
+//! | [`FAULT_PATH`]`/{kind}/{ms}` | dependency | start a fault (`fail`, `hang`, `slow`, `restart`) for `ms` |
 
 use std::io::Read;
 
@@ -30,6 +31,8 @@ pub const ADMISSION_PATH: &str = "/admin/admission";
 pub const RETRIES_PATH: &str = "/admin/retries";
 /// The dependency's flush: `POST ?older_than_ms=N`.
 pub const FLUSH_PATH: &str = "/admin/flush";
+/// The dependency's fault injection: `POST {FAULT_PATH}/{kind}/{ms}` → `204`.
+pub const FAULT_PATH: &str = "/admin/fault";
 
 /// The alphabet of [`random_token`]: RFC 6750 `b64token` characters that need no quoting in a
 /// shell or a URL.

@@ -1,5 +1,5 @@
 //! The built-in dependency: `workers` × `service_time` of capacity, slower when overloaded, and
-//! the faults the parent injects through `POST /lab/fault/{kind}/{ms}`.
+//! the faults the parent injects through `POST /admin/fault/{kind}/{ms}` (admin listener, token).
 //!
 //! Overload physics (Bronson et al.'s "an order of magnitude slower above 300 QPS", gentler):
 //! with `n` requests in the system (queued + running) and `w` workers, each request takes
@@ -207,11 +207,9 @@ async fn handle(State(dep): State<Arc<Dependency>>, headers: HeaderMap) -> Statu
     }
 }
 
-async fn fault(
-    State(dep): State<Arc<Dependency>>,
-    Path((kind, ms)): Path<(String, u64)>,
-) -> StatusCode {
-    let kind = match kind.as_str() {
+/// `POST /admin/fault/{kind}/{ms}` (on the admin listener, behind the token): starts a fault.
+fn fault(dep: &Dependency, kind: &str, ms: u64) -> StatusCode {
+    let kind = match kind {
         "fail" => FaultKind::Fail,
         "hang" => FaultKind::Hang,
         "slow" => FaultKind::Slow,
@@ -245,8 +243,8 @@ fn flush(dep: &Dependency, uri: &Uri) -> String {
 }
 
 /// The dependency's traffic routes: `GET /`, `GET /metrics` (the server layer's
-/// `seawall_server_*`), `GET /lab/stats` and `POST /lab/fault/{kind}/{ms}` (the lab's own fault
-/// injection). The knobs are on [`admin_router`].
+/// `seawall_server_*`) and `GET /lab/stats`. The knobs and the fault injection are on
+/// [`admin_router`].
 pub fn router(dep: Arc<Dependency>) -> Router {
     let mut work = Router::new().route("/", get(handle));
     work = match dep.stack {
@@ -256,25 +254,34 @@ pub fn router(dep: Arc<Dependency>) -> Router {
         }
         Stack::Baseline => super::protect::observe(work, &dep.layers, &dep.admission),
     };
-    work.route("/lab/stats", get(stats))
-        .route("/metrics", get(metrics))
-        .route("/lab/fault/{kind}/{ms}", post(fault))
-        .with_state(dep)
+    work.route("/lab/stats", get(stats)).route("/metrics", get(metrics)).with_state(dep)
 }
 
 /// The dependency's admin routes, each behind `auth`: the admission knob at
-/// [`admin::ADMISSION_PATH`] and `POST` [`admin::FLUSH_PATH`]`?older_than_ms=N`.
+/// [`admin::ADMISSION_PATH`], `POST` [`admin::FLUSH_PATH`]`?older_than_ms=N` and `POST`
+/// [`admin::FAULT_PATH`]`/{kind}/{ms}` (the lab's own fault injection).
 pub fn admin_router(dep: &Arc<Dependency>, auth: &AdminAuth) -> Router {
     let knob = dep.admission.clone();
     let r = admin::knob_route(Router::new(), admin::ADMISSION_PATH, auth, move |a, req| {
         admission_response(&knob, a, req)
     });
     let (dep, auth) = (dep.clone(), auth.clone());
+    let (dep2, auth2) = (dep.clone(), auth.clone());
     r.route(
         admin::FLUSH_PATH,
         post(move |req: Request| async move {
             if auth.allows(&req) {
                 flush(&dep, req.uri()).into_response()
+            } else {
+                admin::unauthorized()
+            }
+        }),
+    )
+    .route(
+        &format!("{}/{{kind}}/{{ms}}", admin::FAULT_PATH),
+        post(move |Path((kind, ms)): Path<(String, u64)>, req: Request| async move {
+            if auth2.allows(&req) {
+                fault(&dep2, &kind, ms).into_response()
             } else {
                 admin::unauthorized()
             }

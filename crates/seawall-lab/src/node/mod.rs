@@ -2,8 +2,9 @@
 //!
 //! Every node is an axum server on 127.0.0.1 with `GET /lab/stats`. Tiers (edge, gateway, order)
 //! answer `GET /` by calling the next tier through a real HTTP client; the dependency does the
-//! work itself and takes faults at `POST /lab/fault/{kind}/{ms}`. Each node also listens on a
-//! second loopback port for its admin endpoints, behind a bearer token (see [`admin`]).
+//! work itself. Each node also listens on a second loopback port for its admin endpoints (the
+//! knobs, and the dependency's fault injection `POST /admin/fault/{kind}/{ms}`), behind a
+//! bearer token (see [`admin`]).
 
 pub mod admin;
 pub mod backend;

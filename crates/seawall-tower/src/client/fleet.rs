@@ -9,7 +9,10 @@
 //! [`publish`]) sets the key and publishes on the channel. Pub/sub makes the change take effect
 //! in milliseconds; the key is also re-read every `poll` (default 500 ms), so a process that
 //! missed the message — it was reconnecting — still switches within a second, and a process that
-//! starts later picks up the current value at once.
+//! starts later picks up the current value at once. While Redis is unreachable (restarted,
+//! partitioned) every process keeps its last value; the task reconnects and re-reads the key, so
+//! the fleet reconverges to what Redis holds within about a `poll` of Redis answering again
+//! (`tests/server_faults.rs` restarts a real Redis under a follower).
 //!
 //! From a shell: `redis-cli SET seawall:retries 0 && redis-cli PUBLISH seawall:retries 0`.
 //!
@@ -87,12 +90,37 @@ fn apply(control: &Control, value: &[u8]) {
     }
 }
 
-async fn read_key(conn: &mut MultiplexedConnection, key: &str) -> Option<Vec<u8>> {
-    redis::cmd("GET").arg(key).query_async::<Option<Vec<u8>>>(conn).await.ok().flatten()
+async fn read_key(
+    conn: &mut MultiplexedConnection,
+    key: &str,
+) -> redis::RedisResult<Option<Vec<u8>>> {
+    redis::cmd("GET").arg(key).query_async::<Option<Vec<u8>>>(conn).await
+}
+
+type Messages = Pin<Box<dyn Stream<Item = redis::Msg> + Send>>;
+
+/// A new subscription and connection after Redis went away, each attempt bounded by `limit`.
+async fn reconnect(
+    client: &redis::Client,
+    channel: &str,
+    limit: Duration,
+) -> Option<(MultiplexedConnection, Messages)> {
+    let connect = async {
+        let conn = client.get_multiplexed_async_connection().await.ok()?;
+        let mut pubsub = client.get_async_pubsub().await.ok()?;
+        pubsub.subscribe(channel).await.ok()?;
+        let messages: Messages = Box::pin(pubsub.into_on_message());
+        Some((conn, messages))
+    };
+    tokio::time::timeout(limit, connect).await.ok().flatten()
 }
 
 /// Reads the key now, then follows changes until the task is aborted. Returns once the
 /// subscription is established, so a change published after it returns is never missed.
+///
+/// If Redis goes away (restarted, unreachable), the control keeps its last value, and the task
+/// tries every `poll` to connect and subscribe again; once it has, it re-reads the key, so it
+/// reconverges to what Redis holds within about one `poll` of Redis answering again.
 pub async fn follow(
     client: redis::Client,
     at: FleetKey,
@@ -101,40 +129,45 @@ pub async fn follow(
     let mut conn = client.get_multiplexed_async_connection().await?;
     let mut pubsub = client.get_async_pubsub().await?;
     pubsub.subscribe(&at.channel).await?;
-    if let Some(v) = read_key(&mut conn, &at.key).await {
+    if let Some(v) = read_key(&mut conn, &at.key).await.ok().flatten() {
         apply(&control, &v);
     }
     let poll = at.poll.max(Duration::from_millis(10));
     Ok(tokio::spawn(async move {
-        let mut messages: Option<Pin<Box<dyn Stream<Item = redis::Msg> + Send>>> =
-            Some(Box::pin(pubsub.into_on_message()));
+        let mut link: Option<(MultiplexedConnection, Messages)> =
+            Some((conn, Box::pin(pubsub.into_on_message())));
         loop {
-            let message = match messages.as_mut() {
-                Some(m) => {
-                    let next = poll_fn(|cx| m.as_mut().poll_next(cx));
-                    match tokio::time::timeout(poll, next).await {
-                        Ok(Some(msg)) => Some(msg),
-                        Ok(None) => {
-                            // Subscription lost: carry on polling the key.
-                            tracing::warn!("seawall: fleet control subscription lost; polling");
-                            messages = None;
-                            None
+            let Some((conn, messages)) = link.as_mut() else {
+                tokio::time::sleep(poll).await;
+                link = reconnect(&client, &at.channel, poll.max(Duration::from_secs(1))).await;
+                match link.as_mut() {
+                    Some((conn, _)) => {
+                        tracing::info!("seawall: fleet control reconnected");
+                        if let Ok(Some(v)) = read_key(conn, &at.key).await {
+                            apply(&control, &v);
                         }
-                        Err(_) => None,
                     }
+                    None => tracing::debug!("seawall: fleet control: Redis still unreachable"),
                 }
-                None => {
-                    tokio::time::sleep(poll).await;
-                    None
-                }
+                continue;
             };
-            match message {
-                Some(msg) => apply(&control, msg.get_payload_bytes()),
-                None => {
-                    if let Some(v) = read_key(&mut conn, &at.key).await {
-                        apply(&control, &v);
-                    }
+            let next = poll_fn(|cx| messages.as_mut().poll_next(cx));
+            match tokio::time::timeout(poll, next).await {
+                Ok(Some(msg)) => apply(&control, msg.get_payload_bytes()),
+                Ok(None) => {
+                    // Subscription lost (Redis restarted?): keep the last value, reconnect.
+                    tracing::warn!("seawall: fleet control subscription lost; reconnecting");
+                    link = None;
                 }
+                Err(_) => match read_key(conn, &at.key).await {
+                    Ok(Some(v)) => apply(&control, &v),
+                    Ok(None) => {}
+                    Err(e) if e.is_unrecoverable_error() || e.is_io_error() => {
+                        tracing::warn!("seawall: fleet control lost Redis ({e}); reconnecting");
+                        link = None;
+                    }
+                    Err(_) => {}
+                },
             }
         }
     }))

@@ -51,6 +51,13 @@
 //!   unknown: never a second execution, but the client gets no replay either. A `begin` that
 //!   times out may still have been recorded by the store; that key then answers
 //!   outcome-unknown after its lease although its handler never ran (the safe side).
+//!   After a store restart, the PostgreSQL pool replaces its broken connections and a
+//!   `RedisStore` made with `connect` or `with_client` reconnects, so keyed requests are served
+//!   again as soon as the store answers (`tests/server_faults.rs` stops and starts the real
+//!   servers under traffic).
+//! - **Crashes.** A replica killed mid-request (`kill -9`: no destructor runs) leaves its key in
+//!   flight: repeats on any replica get `409` while the lease runs, then `409` outcome unknown,
+//!   and no replica executes it again.
 //! - **Capacity.** The in-memory store never evicts an unexpired key (see
 //!   [`store::memory`]): when its records or pending pool is full it refuses *new* keys with
 //!   `503` + `Retry-After` (counted as `capacity_refused` / `pending_refused`) and keeps

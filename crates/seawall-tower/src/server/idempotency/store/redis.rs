@@ -4,7 +4,17 @@
 //! the lease end (16 hex digits of Unix milliseconds) and, once done, the encoded response. Every
 //! operation is one Lua script, so it is atomic; lease times come from Redis's own `TIME`, so
 //! replicas' clocks never disagree. Expiry is Redis's `PX`.
+//!
+//! # Redis restarts
+//!
+//! A multiplexed connection whose server went away stays broken. A store made by
+//! [`RedisStore::connect`] or [`RedisStore::with_client`] keeps its `redis::Client` and, when a
+//! call fails on a dropped connection, opens a new one (once, for every call that failed on the
+//! same connection). The call that saw the failure still answers `503` (the layer fails closed),
+//! and so does every call while Redis is down; the first call after Redis is back finds the new
+//! connection (or opens it).
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -69,10 +79,49 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX / 2).max(1)
 }
 
-/// An idempotency store in Redis, over one multiplexed connection.
+/// The store's connection, replaced when it breaks (see the module docs).
+struct Link {
+    /// `None` for a store made from a bare connection ([`RedisStore::new`]): it never reconnects.
+    client: Option<redis::Client>,
+    /// The current connection and its generation (how many times it was replaced).
+    current: Mutex<(u64, MultiplexedConnection)>,
+    /// Held while reconnecting, so the calls that failed together open one new connection.
+    reconnecting: tokio::sync::Mutex<()>,
+}
+
+impl Link {
+    fn get(&self) -> (u64, MultiplexedConnection) {
+        let g = self.current.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        (g.0, g.1.clone())
+    }
+
+    /// After `e` on connection `generation`: a new connection if `e` means the old one is gone
+    /// and nobody replaced it yet. Errors here are dropped: the caller already fails with `e`.
+    async fn recover(&self, generation: u64, e: &redis::RedisError) {
+        let Some(client) = &self.client else { return };
+        if !(e.is_unrecoverable_error() || e.is_io_error() || e.is_connection_dropped()) {
+            return;
+        }
+        let _one = self.reconnecting.lock().await;
+        if self.get().0 != generation {
+            return; // another call reconnected already
+        }
+        if let Ok(conn) = client.get_multiplexed_async_connection_with_config(&config()).await {
+            let mut g = self.current.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            *g = (generation + 1, conn);
+        }
+    }
+}
+
+fn config() -> redis::AsyncConnectionConfig {
+    redis::AsyncConnectionConfig::new().set_response_timeout(Some(RESPONSE_TIMEOUT))
+}
+
+/// An idempotency store in Redis, over one multiplexed connection (replaced when it breaks, for
+/// a store made with [`connect`](Self::connect) or [`with_client`](Self::with_client)).
 #[derive(Clone)]
 pub struct RedisStore {
-    conn: MultiplexedConnection,
+    link: Arc<Link>,
     prefix: String,
     begin: Script,
     complete: Script,
@@ -88,19 +137,37 @@ impl std::fmt::Debug for RedisStore {
 
 impl RedisStore {
     /// Connects to `url` (e.g. `redis://127.0.0.1:6379/`) with [`DEFAULT_PREFIX`] and a
-    /// [`RESPONSE_TIMEOUT`] per command.
+    /// [`RESPONSE_TIMEOUT`] per command; reconnects after a Redis restart.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
         let client = redis::Client::open(url).map_err(backend)?;
-        let cfg = redis::AsyncConnectionConfig::new().set_response_timeout(Some(RESPONSE_TIMEOUT));
-        let conn =
-            client.get_multiplexed_async_connection_with_config(&cfg).await.map_err(backend)?;
-        Ok(Self::new(conn, DEFAULT_PREFIX))
+        Self::with_client(client, DEFAULT_PREFIX).await
     }
 
-    /// A store on `conn` writing keys under `prefix`.
+    /// Connects through `client` (a [`RESPONSE_TIMEOUT`] per command), writing keys under
+    /// `prefix`; reconnects through `client` after a Redis restart.
+    pub async fn with_client(client: redis::Client, prefix: &str) -> Result<Self, StoreError> {
+        let conn = client
+            .get_multiplexed_async_connection_with_config(&config())
+            .await
+            .map_err(backend)?;
+        Ok(Self::build(Some(client), conn, prefix))
+    }
+
+    /// A store on `conn` writing keys under `prefix`. It cannot reconnect (it has no client):
+    /// once Redis restarts it answers `503` until replaced; prefer
+    /// [`with_client`](Self::with_client).
     pub fn new(conn: MultiplexedConnection, prefix: &str) -> Self {
+        Self::build(None, conn, prefix)
+    }
+
+    fn build(client: Option<redis::Client>, conn: MultiplexedConnection, prefix: &str) -> Self {
+        let link = Link {
+            client,
+            current: Mutex::new((0, conn)),
+            reconnecting: tokio::sync::Mutex::new(()),
+        };
         RedisStore {
-            conn,
+            link: Arc::new(link),
             prefix: prefix.to_owned(),
             begin: Script::new(BEGIN),
             complete: Script::new(COMPLETE),
@@ -113,6 +180,21 @@ impl RedisStore {
         format!("{}{}:{}", self.prefix, key.scope, key.key)
     }
 
+    /// Runs `invocation` on the current connection; on a broken connection, replaces it.
+    async fn invoke<T: redis::FromRedisValue>(
+        &self,
+        invocation: redis::ScriptInvocation<'_>,
+    ) -> Result<T, StoreError> {
+        let (generation, mut conn) = self.link.get();
+        match invocation.invoke_async(&mut conn).await {
+            Ok(v) => Ok(v),
+            Err(e) => {
+                self.link.recover(generation, &e).await;
+                Err(backend(e))
+            }
+        }
+    }
+
     /// Runs a script that takes only the key and the fingerprint (`abandon`, `release`).
     async fn run_keyed(
         &self,
@@ -120,13 +202,9 @@ impl RedisStore {
         key: &StoreKey,
         fp: &Fingerprint,
     ) -> Result<(), StoreError> {
-        let mut conn = self.conn.clone();
-        let _: i64 = script
-            .key(self.redis_key(key))
-            .arg(fp.as_slice())
-            .invoke_async(&mut conn)
-            .await
-            .map_err(backend)?;
+        let mut call = script.key(self.redis_key(key));
+        call.arg(fp.as_slice());
+        let _: i64 = self.invoke(call).await?;
         Ok(())
     }
 
@@ -137,16 +215,9 @@ impl RedisStore {
         lease: Duration,
         ttl: Duration,
     ) -> Result<Begin, StoreError> {
-        let mut conn = self.conn.clone();
-        let (code, value, now): (i64, Vec<u8>, i64) = self
-            .begin
-            .key(self.redis_key(key))
-            .arg(fp.as_slice())
-            .arg(millis(lease))
-            .arg(millis(ttl))
-            .invoke_async(&mut conn)
-            .await
-            .map_err(backend)?;
+        let mut call = self.begin.key(self.redis_key(key));
+        call.arg(fp.as_slice()).arg(millis(lease)).arg(millis(ttl));
+        let (code, value, now): (i64, Vec<u8>, i64) = self.invoke(call).await?;
         if code == 0 {
             return Ok(Begin::Execute);
         }
@@ -186,16 +257,10 @@ impl IdempotencyStore for RedisStore {
         ttl: Duration,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let mut conn = self.conn.clone();
-            let _: i64 = self
-                .complete
-                .key(self.redis_key(key))
-                .arg(fp.as_slice())
-                .arg(res.encode().as_ref())
-                .arg(millis(ttl))
-                .invoke_async(&mut conn)
-                .await
-                .map_err(backend)?;
+            let encoded = res.encode();
+            let mut call = self.complete.key(self.redis_key(key));
+            call.arg(fp.as_slice()).arg(encoded.as_ref()).arg(millis(ttl));
+            let _: i64 = self.invoke(call).await?;
             Ok(())
         })
     }
