@@ -31,7 +31,10 @@ async fn baseline_stays_down_seawall_recovers() {
     assert!(!base.recovered, "baseline recovered: {:?}", base.series.goodput_rps);
     assert!(sea.recovered, "seawall did not recover: {:?}", sea.series.goodput_rps);
     let (fb, fs) = (out.figures[0].amplification_during, out.figures[1].amplification_during);
-    assert!((22.0..=28.0).contains(&fb), "baseline amplification {fb}, expected ≈ 27");
+    // ≈ 27 when the machine kept up; when the lab measured itself saturated (a loaded 2-core
+    // machine), the figure is a lower bound, as the report says: then only a storm is asserted.
+    let floor = if out.figures[0].saturation.is_lower_bound() { 8.0 } else { 22.0 };
+    assert!((floor..=28.0).contains(&fb), "baseline amplification {fb}, expected ≈ 27");
     assert!(fs <= 1.2, "seawall amplification {fs}");
     // The order service's client layer (its Prometheus counter, scraped from `/metrics`) sent
     // what the dependency received — less the attempts the caller abandoned before the
