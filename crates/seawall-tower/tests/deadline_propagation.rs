@@ -125,10 +125,12 @@ async fn bottom() -> Bottom {
     Bottom { addr, log, work, metrics }
 }
 
-/// Waits (bounded: 20 s) until the bottom has dropped `n` pieces of work.
+/// Waits (bounded: 20 s) until the bottom has dropped at least `n` pieces of work, and all it
+/// started.
 async fn dropped(work: &Work, n: u32) {
     for _ in 0..2000 {
-        if work.dropped.load(Ordering::SeqCst) >= n {
+        let d = work.dropped.load(Ordering::SeqCst);
+        if d >= n && d == work.started.load(Ordering::SeqCst) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -183,7 +185,6 @@ async fn the_edge_budget_reaches_the_bottom_and_work_past_it_is_dropped() {
     // Work past the deadline is dropped, never finished: every request the bottom started
     // (the owner may have retried once) was cancelled.
     let w = &bottom.work;
-    tokio::time::sleep(Duration::from_millis(50)).await;
     assert_eq!(w.finished.load(Ordering::SeqCst), 0);
     assert_eq!(w.dropped.load(Ordering::SeqCst), w.started.load(Ordering::SeqCst));
     assert_eq!(low.len() as u32, w.started.load(Ordering::SeqCst));
@@ -221,4 +222,26 @@ async fn spawned_tasks_leave_the_scope_unless_carried() {
     })
     .await;
     assert_eq!((lost, carried), (None, Some(d)));
+}
+
+/// The deadline `DeadlineLayer` gives the handler, as seen from inside `call` (a service that
+/// builds its future eagerly) and from inside the future.
+#[tokio::test]
+async fn the_scope_covers_the_inner_call_and_its_future() {
+    use seawall::time::{Clock, SystemClock};
+    let ms = |d: Option<seawall::deadline::Deadline>| d.map(|d| d.remaining(SystemClock.now()));
+    let svc = tower::service_fn(move |_req: http::Request<()>| {
+        let in_call = ms(propagate::current());
+        async move {
+            let in_future = ms(propagate::current());
+            let ok = |d: Option<Duration>| d.is_some_and(|d| d <= Duration::from_millis(250));
+            let body = format!("{} {}", ok(in_call), ok(in_future));
+            Ok::<_, std::convert::Infallible>(http::Response::new(body))
+        }
+    });
+    let mut svc = DeadlineLayer::new().layer(svc);
+    let req = http::Request::get("/").header("request-timeout-ms", "250").body(()).unwrap();
+    let resp = svc.ready().await.unwrap().call(req).await.unwrap();
+    assert_eq!(resp.body(), "true true");
+    assert_eq!(propagate::current(), None, "the scope ends with the request");
 }
