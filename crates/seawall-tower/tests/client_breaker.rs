@@ -18,7 +18,7 @@ use seawall::breaker::{BreakerConfig, BreakerState};
 use seawall::control::Control;
 use seawall::time::ManualClock;
 use seawall_tower::client::{
-    BreakerLayer, BreakerMetrics, BreakerOpen, BreakerService, GaveUpError, RetryLayer,
+    BreakerLayer, BreakerMetrics, BreakerOpen, BreakerService, Forced, GaveUpError, RetryLayer,
     metrics_text,
 };
 use tokio::sync::Semaphore;
@@ -278,4 +278,27 @@ async fn metrics_are_exported() {
     ] {
         assert!(text.contains(line), "{line} missing from\n{text}");
     }
+}
+
+#[tokio::test]
+async fn force_overrides_the_breaker_both_ways() {
+    let clock = ManualClock::new();
+    let (layer, metrics) = layer(&clock, 1);
+    let dep = Dep::new();
+    let mut svc = layer.layer(dep.clone());
+    layer.clone().force(Some(Forced::Open)); // a clone shares the breaker
+    assert!(open_err(send(&mut svc).await).is_forced());
+    assert_eq!((dep.calls(), layer.state()), (0, BreakerState::Closed));
+    layer.force(None);
+    trip(&mut svc, &dep).await;
+    open_err(send(&mut svc).await);
+    // Forced closed: everything is sent and nothing recorded, however it fails.
+    layer.force(Some(Forced::Closed));
+    for _ in 0..20 {
+        assert_eq!(send(&mut svc).await.unwrap().status(), 503);
+    }
+    assert_eq!((dep.calls(), metrics.opened()), (25, 1));
+    layer.force(None);
+    assert!(!open_err(send(&mut svc).await).is_forced());
+    assert_eq!(metrics.rejected(), (2, 1));
 }

@@ -48,7 +48,9 @@
 //! breaker is **forced open** (every request refused, [`BreakerOpen::is_forced`]); at 100 %
 //! (the default) the breaker decides alone; in between, only that share of requests is let on
 //! to the breaker, so a dependency comes back from a forced open along the same 10 → 25 → 50 →
-//! 100 % ramp as retries do.
+//! 100 % ramp as retries do. [`BreakerLayer::force`] overrides the breaker from the program
+//! (an admin handler of your own): forced open, or forced closed — every request sent, nothing
+//! recorded.
 //!
 //! ```
 //! use seawall::breaker::BreakerConfig;
@@ -70,6 +72,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
@@ -90,6 +93,16 @@ use tower_service::Service;
 use crate::client::classify::{Protocol, RequestHeaders, classify_error, classify_response};
 use crate::client::retry::BoxError;
 
+/// An operator's override of a breaker ([`BreakerLayer::force`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Forced {
+    /// Refuse every request.
+    Open,
+    /// Send every request, and record nothing.
+    Closed,
+}
+
 /// The error of a request the breaker refused: it was not sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BreakerOpen {
@@ -98,12 +111,12 @@ pub struct BreakerOpen {
 
 impl BreakerOpen {
     /// When the breaker will next consider a probe (by the layer's clock); `None` when forced
-    /// open by the operator's [`Control`].
+    /// open by the operator.
     pub fn until(&self) -> Option<Instant> {
         self.until
     }
 
-    /// Forced open by the operator's [`Control`], not by failures.
+    /// Forced open by the operator ([`Control`] or [`BreakerLayer::force`]), not by failures.
     pub fn is_forced(&self) -> bool {
         self.until.is_none()
     }
@@ -224,6 +237,8 @@ struct Shared<C> {
     /// A permit of a closed breaker, to tell probes from ordinary permits (the core's
     /// `BreakerPermit` says nothing else about itself).
     plain: BreakerPermit,
+    /// [`Forced`] as a number: 0 none, 1 open, 2 closed.
+    forced: AtomicU8,
 }
 
 impl<C: Clock> Shared<C> {
@@ -301,6 +316,7 @@ impl<C: Clock + Clone> BreakerLayer<C> {
             classifier,
             seeds: seed.map_or_else(SeedSource::from_entropy, SeedSource::new),
             failing: Mutex::new(()),
+            forced: AtomicU8::new(0),
             plain: plain.expect("a new breaker is closed"),
         });
         BreakerLayer { cfg, seed, shared }
@@ -356,6 +372,21 @@ impl<C: Clock + Clone> BreakerLayer<C> {
         self.with(|_, _, _| {})
     }
 
+    /// Overrides the breaker for every service of this layer (and its clones) from the next
+    /// request on, or (`None`) hands it back to its failures and its [`Control`]. Forced
+    /// [`Open`](Forced::Open) refuses every request, as a [`Control`] at 0 % does; forced
+    /// [`Closed`](Forced::Closed) sends every request, whatever the breaker and the control
+    /// say, and records nothing — for when the breaker itself is wrong (a failure it counts
+    /// that is not one), not to push traffic at a dependency that is down.
+    pub fn force(&self, forced: Option<Forced>) {
+        let v = match forced {
+            None => 0,
+            Some(Forced::Open) => 1,
+            Some(Forced::Closed) => 2,
+        };
+        self.shared.forced.store(v, Ordering::Relaxed);
+    }
+
     /// The breaker's state now.
     pub fn state(&self) -> BreakerState {
         self.shared.breaker.state(self.shared.clock.now())
@@ -399,6 +430,22 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let sh = &self.shared;
+        let protocol =
+            |req: &Request<B>| RequestHeaders::scan(req.headers(), req.method()).protocol;
+        match sh.forced.load(Ordering::Relaxed) {
+            1 => {
+                if let Some(m) = &sh.metrics {
+                    m.rejected_forced.inc();
+                }
+                return BreakerFuture::refused(BreakerOpen { until: None });
+            }
+            2 => {
+                let p = protocol(&req);
+                let guard = Permit { shared: sh.clone(), permit: None };
+                return BreakerFuture::running(self.inner.call(req), guard, p);
+            }
+            _ => {}
+        }
         if let Some(c) = &sh.control
             && c.percent() < 100
             && !c.allows(sh.draw())
@@ -424,9 +471,9 @@ where
                     m.probes.inc();
                     m.set_state(BreakerState::HalfOpen);
                 }
-                let protocol = RequestHeaders::scan(req.headers(), req.method()).protocol;
+                let p = protocol(&req);
                 let guard = Permit { shared: sh.clone(), permit: Some(permit) };
-                BreakerFuture::running(self.inner.call(req), guard, protocol)
+                BreakerFuture::running(self.inner.call(req), guard, p)
             }
         }
     }
@@ -494,9 +541,8 @@ where
             ))),
             KindProj::Running { fut, permit, protocol } => {
                 let res = std::task::ready!(fut.poll(cx)).map_err(Into::into);
-                let Some(p) = permit.permit.take() else {
-                    panic!("BreakerFuture polled after completion");
-                };
+                // No permit: forced closed, nothing to record.
+                let Some(p) = permit.permit.take() else { return Poll::Ready(res) };
                 let sh = &permit.shared;
                 let class = match &res {
                     Ok(resp) => {

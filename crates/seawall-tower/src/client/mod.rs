@@ -58,7 +58,9 @@ pub mod otel;
 pub mod reqwest;
 
 pub use body::ReplayBody;
-pub use breaker::{BreakerFuture, BreakerLayer, BreakerMetrics, BreakerOpen, BreakerService};
+pub use breaker::{
+    BreakerFuture, BreakerLayer, BreakerMetrics, BreakerOpen, BreakerService, Forced,
+};
 pub use control::{ControlState, admin_response};
 pub use fail_fast::{FailFast, FailFastFuture, FailFastLayer};
 #[cfg(feature = "grpc")]
