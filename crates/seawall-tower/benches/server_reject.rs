@@ -31,7 +31,7 @@ fn main() {
         let conns = 16;
         let plain = common::serve(app()).await;
         // One slot, no queue; a hanging request holds the slot, so every other request is shed.
-        let shed = ShedLayer::new(NonZeroUsize::new(1).expect("1")).queue(0);
+        let shed = ShedLayer::new(NonZeroUsize::new(1).expect("1")).with_queue(0);
         let saturated = common::serve(app().layer(shed)).await;
         let hold = tokio::spawn(common::closed_loop(
             saturated,

@@ -20,9 +20,9 @@ async fn run(knob: &Arc<Control>, n: u64) -> (u64, u64, ServerMetrics) {
     let h = handled.clone();
     let metrics = ServerMetrics::new();
     let layer = ShedLayer::new(NonZeroUsize::new(1024).unwrap())
-        .seed(7)
-        .admission(knob.clone())
-        .metrics(metrics.clone());
+        .with_seed(7)
+        .with_admission(knob.clone())
+        .with_metrics(metrics.clone());
     let mut svc = layer.layer(service_fn(move |_req: Request<Body>| {
         h.fetch_add(1, Ordering::Relaxed);
         async { Ok::<_, std::convert::Infallible>(Response::new(Body::new())) }

@@ -44,7 +44,7 @@ async fn keys_are_scoped_per_principal_over_http() {
     let n = Arc::new(AtomicU64::new(0));
     // A gateway in front authenticated the caller and set `x-tenant`.
     let layer =
-        IdempotencyLayer::in_memory().scope(header_scope(HeaderName::from_static("x-tenant")));
+        IdempotencyLayer::in_memory().with_scope(header_scope(HeaderName::from_static("x-tenant")));
     let app = pay_app(n.clone(), Duration::ZERO).layer(layer);
     let addr = serve(app).await;
     let as_client = |who: &'static str| {

@@ -321,7 +321,7 @@ async fn a_down_or_black_holed_store_answers_503_with_a_jittered_retry_after_in_
     for hang in [false, true] {
         let n = Arc::new(AtomicU64::new(0));
         let layer =
-            IdempotencyLayer::new(Broken { hang }).store_timeout(Duration::from_millis(300));
+            IdempotencyLayer::new(Broken { hang }).with_store_timeout(Duration::from_millis(300));
         let metrics = layer.metrics_handle();
         let svc = layer.layer(handler(n.clone(), Duration::ZERO));
         let mut seen = std::collections::BTreeSet::new();
@@ -368,7 +368,7 @@ async fn a_huge_content_length_is_413_at_once_without_reading() {
 #[tokio::test(start_paused = true)]
 async fn a_body_that_never_finishes_is_408_after_the_body_timeout() {
     let n = Arc::new(AtomicU64::new(0));
-    let layer = IdempotencyLayer::in_memory().body_timeout(Duration::from_secs(2));
+    let layer = IdempotencyLayer::in_memory().with_body_timeout(Duration::from_secs(2));
     let metrics = layer.metrics_handle();
     let svc = layer.layer(handler(n.clone(), Duration::ZERO));
     let trickle = TestBody { data: Some(Bytes::from_static(b"1")), stall: true };
@@ -409,5 +409,6 @@ async fn a_full_store_refuses_new_keys_and_never_re_executes_within_the_ttl() {
 #[test]
 fn header_scope_is_public_and_composable() {
     // Compile-time check of the extractor's bounds for `IdempotencyLayer::scope`.
-    let _ = IdempotencyLayer::in_memory().scope(header_scope(http::HeaderName::from_static("x-t")));
+    let _ = IdempotencyLayer::in_memory()
+        .with_scope(header_scope(http::HeaderName::from_static("x-t")));
 }

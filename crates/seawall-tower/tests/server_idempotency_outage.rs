@@ -64,8 +64,8 @@ async fn a_black_holed_postgres_answers_503_within_the_store_timeout() {
         count.fetch_add(1, Ordering::SeqCst);
         async { Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"paid")))) }
     });
-    let layer =
-        IdempotencyLayer::new(PostgresStore::new(pool)).store_timeout(Duration::from_millis(300));
+    let layer = IdempotencyLayer::new(PostgresStore::new(pool))
+        .with_store_timeout(Duration::from_millis(300));
     let metrics = layer.metrics_handle();
     let svc = layer.layer(handler);
     for i in 0..3 {

@@ -56,13 +56,13 @@ async fn redis_cleanup(prefix: &str) {
 
 /// The tests' single tenant (their traffic carries no credentials).
 fn tenant(layer: IdempotencyLayer) -> IdempotencyLayer {
-    layer.scope(|_| Some(TENANT.to_vec()))
+    layer.with_scope(|_| Some(TENANT.to_vec()))
 }
 
 /// The fleet tests measure exactly-once under a 1,000-request burst on a shared 2-core machine,
 /// not latency: a generous store timeout keeps pool queueing from turning into 503s.
 fn patient(layer: IdempotencyLayer) -> IdempotencyLayer {
-    tenant(layer).store_timeout(Duration::from_secs(20))
+    tenant(layer).with_store_timeout(Duration::from_secs(20))
 }
 
 const TENANT: &[u8] = b"test-tenant";
@@ -93,7 +93,7 @@ async fn fleet_runs_each_key_once(
 async fn conflicts_and_crash(store: impl IdempotencyStore + Clone) {
     let n = Arc::new(AtomicU64::new(0));
     let lease = Duration::from_millis(300);
-    let layer = tenant(IdempotencyLayer::new(store.clone())).lease(lease);
+    let layer = tenant(IdempotencyLayer::new(store.clone())).with_lease(lease);
     let addr = serve(pay_app(n.clone(), Duration::from_millis(200)).layer(layer)).await;
 
     let first = tokio::spawn(send(addr, pay(addr, "k", "10 EUR")));

@@ -54,7 +54,10 @@ async fn scrape_after_requests_through_shed_layer() {
             }
         })
     };
-    let svc = ShedLayer::new(NonZeroUsize::MIN).queue(1).metrics(metrics.clone()).layer(handler);
+    let svc = ShedLayer::new(NonZeroUsize::MIN)
+        .with_queue(1)
+        .with_metrics(metrics.clone())
+        .layer(handler);
 
     let running = tokio::spawn(svc.clone().oneshot(get("/ok")));
     until(&metrics, |s| s.in_flight == 1).await;

@@ -170,10 +170,10 @@ fn run_layer(steps: &[Step]) -> (Vec<Vec<Seen>>, [u64; 5]) {
         }
     });
     let mut svc = ShedLayer::new(nz(LIMIT))
-        .queue(QUEUE)
-        .seed(1)
-        .metrics(metrics.clone())
-        .clock(clock.clone())
+        .with_queue(QUEUE)
+        .with_seed(1)
+        .with_metrics(metrics.clone())
+        .with_clock(clock.clone())
         .layer(inner);
     let mut cx = Context::from_waker(Waker::noop());
     // Every response future not yet answered, by request id.

@@ -80,7 +80,7 @@ async fn goodput_holds_at_4x_with_shedding_and_collapses_without() {
     let run = Duration::from_secs(3);
 
     let metrics = ServerMetrics::new();
-    let shed = ShedLayer::new(NonZeroUsize::new(WORKERS).unwrap()).metrics(metrics.clone());
+    let shed = ShedLayer::new(NonZeroUsize::new(WORKERS).unwrap()).with_metrics(metrics.clone());
     let with = serve(pool_app(Arc::new(Semaphore::new(WORKERS))).layer(shed)).await;
     let g_with = goodput(with, 4.0, run).await;
 
@@ -112,8 +112,8 @@ async fn request_with_30ms_left_is_not_started_when_the_queue_wait_exceeds_it() 
     );
     let metrics = ServerMetrics::new();
     let app = app
-        .layer(ShedLayer::new(NonZeroUsize::new(1).unwrap()).metrics(metrics.clone()))
-        .layer(DeadlineLayer::new().metrics(metrics.clone()));
+        .layer(ShedLayer::new(NonZeroUsize::new(1).unwrap()).with_metrics(metrics.clone()))
+        .layer(DeadlineLayer::new().with_metrics(metrics.clone()));
     let addr = serve(app).await;
 
     let first =
@@ -148,8 +148,9 @@ async fn retries_are_shed_before_first_attempts() {
         }),
     );
     let metrics = ServerMetrics::new();
-    let app =
-        app.layer(ShedLayer::new(NonZeroUsize::new(1).unwrap()).queue(2).metrics(metrics.clone()));
+    let app = app.layer(
+        ShedLayer::new(NonZeroUsize::new(1).unwrap()).with_queue(2).with_metrics(metrics.clone()),
+    );
     let addr = serve(app).await;
     let get = |attempt: &'static str| {
         let r = req("GET", addr, "/slow")

@@ -27,8 +27,10 @@ pub fn protect<S: Clone + Send + Sync + 'static>(
 ) -> Router<S> {
     let cap = NonZeroUsize::new(max_in_flight.max(1)).expect("at least 1");
     router
-        .route_layer(ShedLayer::new(cap).admission(admission.clone()).metrics(metrics.clone()))
-        .route_layer(DeadlineLayer::new().metrics(metrics.clone()))
+        .route_layer(
+            ShedLayer::new(cap).with_admission(admission.clone()).with_metrics(metrics.clone()),
+        )
+        .route_layer(DeadlineLayer::new().with_metrics(metrics.clone()))
 }
 
 /// The baseline's in-flight "cap": far above anything the lab offers, so nothing ever queues or
@@ -45,7 +47,9 @@ pub fn observe<S: Clone + Send + Sync + 'static>(
     admission: &Arc<Control>,
 ) -> Router<S> {
     let cap = NonZeroUsize::new(NO_CAP).expect("nonzero");
-    router.route_layer(ShedLayer::new(cap).admission(admission.clone()).metrics(metrics.clone()))
+    router.route_layer(
+        ShedLayer::new(cap).with_admission(admission.clone()).with_metrics(metrics.clone()),
+    )
 }
 
 /// Adds what the server layers counted to a node's snapshot: deadline drops as doomed, every

@@ -190,6 +190,10 @@ pub(crate) fn classify_error(err: &(dyn StdError + 'static)) -> Class {
             return class;
         }
     }
+    // A `BreakerLayer` below refused: nothing was sent, and the dependency is failing.
+    if err.is::<crate::client::breaker::BreakerOpen>() {
+        return Class::Overloaded;
+    }
     let mut cur: Option<&(dyn StdError + 'static)> = Some(err);
     while let Some(e) = cur {
         if let Some(io) = e.downcast_ref::<std::io::Error>()

@@ -118,7 +118,12 @@ impl<S, B: ReplayBody, RB, Bu: Budget, C: Clock> Ctx<S, B, RB, Bu, C> {
     pub(crate) fn new(svc: S, shared: Arc<Shared<Bu, C>>, mut req: Request<B>) -> Self {
         let policy = &*shared.policy;
         let started = shared.clock.now();
-        let inherited = req.extensions().get::<RequestDeadline>().map(|d| d.0);
+        // The request's own deadline, else the one of the request the task is serving.
+        let inherited = req
+            .extensions()
+            .get::<RequestDeadline>()
+            .map(|d| d.0)
+            .or_else(crate::propagate::current);
         let deadline =
             inherited.or_else(|| shared.default_timeout.map(|t| Deadline::after(started, t)));
         // One pass over the headers (none for a header-less request) instead of a hashed lookup

@@ -11,9 +11,11 @@
 //! (`Request-Attempt: 2`, 3, …, or `grpc-previous-rpc-attempts` for gRPC; a first attempt
 //! carries none, which servers read as 1) and the time left on every attempt
 //! (`Request-Timeout-Ms`, or `grpc-timeout`), and cut each attempt off at its timeout. The
-//! deadline comes from the request's [`RequestDeadline`](crate::wire::RequestDeadline) extension
-//! (the server `DeadlineLayer` puts it there; copy it onto outgoing requests) or the layer's
-//! default.
+//! deadline comes from the request's [`RequestDeadline`](crate::wire::RequestDeadline) extension,
+//! else from the request the task is serving ([`propagate`](crate::propagate): the server
+//! `DeadlineLayer` runs its handler in that scope, so nothing is copied by hand), else the
+//! layer's default. A [`BreakerLayer`] below the retry owner stops even first attempts to a
+//! failing dependency (when to use one rather than a budget alone: [`breaker`]).
 //!
 //! Both read the time from a clock, [`SystemClock`](seawall::time::SystemClock) unless built
 //! `with_clock` (`crate::time::TokioClock` runs them on a paused runtime's virtual time, for
@@ -37,6 +39,7 @@
 
 mod attempt;
 mod body;
+pub mod breaker;
 mod classify;
 mod config;
 pub mod control;
@@ -61,6 +64,9 @@ pub mod otel;
 pub mod reqwest;
 
 pub use body::ReplayBody;
+pub use breaker::{
+    BreakerFuture, BreakerLayer, BreakerMetrics, BreakerOpen, BreakerService, Forced,
+};
 pub use control::{ControlState, admin_response};
 pub use fail_fast::{FailFast, FailFastFuture, FailFastLayer};
 #[cfg(feature = "grpc")]

@@ -15,7 +15,7 @@
 //! let knob = Arc::new(Control::new());
 //! let auth = Arc::new(AdminAuth::Bearer(AdminToken::from_env("SEAWALL_ADMIN_TOKEN")
 //!     .unwrap_or_else(|_| AdminToken::new("example-token-0123456789").unwrap())));
-//! let shed = ShedLayer::new(NonZeroUsize::new(64).unwrap()).admission(knob.clone());
+//! let shed = ShedLayer::new(NonZeroUsize::new(64).unwrap()).with_admission(knob.clone());
 //! let app: Router = Router::new()
 //!     .route("/work", get(|| async { "done" }))
 //!     .layer(shed)

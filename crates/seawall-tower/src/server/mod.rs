@@ -28,9 +28,9 @@
 //!
 //! let metrics = ServerMetrics::new();
 //! let layers = ServiceBuilder::new()
-//!     .layer(DeadlineLayer::new().metrics(metrics.clone()))
+//!     .layer(DeadlineLayer::new().with_metrics(metrics.clone()))
 //!     .layer(IdempotencyLayer::in_memory())
-//!     .layer(ShedLayer::new(NonZeroUsize::new(64).unwrap()).metrics(metrics.clone()));
+//!     .layer(ShedLayer::new(NonZeroUsize::new(64).unwrap()).with_metrics(metrics.clone()));
 //! # let _ = layers;
 //! ```
 
@@ -44,7 +44,10 @@ mod response;
 pub mod shed;
 
 pub use admission::admission_response;
+#[cfg(feature = "axum")]
+pub use deadline::MissingDeadline;
 pub use deadline::{DeadlineLayer, MalformedTimeout};
+pub use deadline::{TimeLeft, time_left};
 pub use idempotency::IdempotencyLayer;
 pub use metrics::{MetricsSnapshot, RejectReason, ServerMetrics};
 pub use shed::ShedLayer;

@@ -93,7 +93,8 @@ pub fn pay_app(executions: std::sync::Arc<std::sync::atomic::AtomicU64>, work: D
 /// An in-memory `IdempotencyLayer` whose requests all belong to one tenant (the tests' traffic
 /// carries no credentials; a real service scopes by its authenticated principal).
 pub fn one_tenant() -> seawall_tower::server::IdempotencyLayer {
-    seawall_tower::server::IdempotencyLayer::in_memory().scope(|_| Some(b"test-tenant".to_vec()))
+    seawall_tower::server::IdempotencyLayer::in_memory()
+        .with_scope(|_| Some(b"test-tenant".to_vec()))
 }
 
 /// A `POST /pay` with an idempotency key and a body.

@@ -10,6 +10,7 @@ use http::{Response, StatusCode};
 use pin_project_lite::pin_project;
 use tokio::time::Sleep;
 
+use crate::propagate::Scoped;
 use crate::server::metrics::{RejectReason, ServerMetrics};
 use crate::server::response;
 
@@ -17,12 +18,13 @@ pin_project! {
     #[project = KindProj]
     enum Kind<F, B> {
         Immediate { res: Option<Response<B>> },
-        Running { #[pin] fut: F, #[pin] sleep: Sleep, metrics: Option<ServerMetrics>, grpc: bool },
+        Running { #[pin] fut: Scoped<F>, #[pin] sleep: Sleep, metrics: Option<ServerMetrics>, grpc: bool },
     }
 }
 
 pin_project! {
-    /// The future [`DeadlineService`](super::DeadlineService) returns. Dropping the handler
+    /// The future [`DeadlineService`](super::DeadlineService) returns: the handler's, polled
+    /// inside the request's [`propagate::scope`](crate::propagate::scope). Dropping the handler
     /// future when the deadline passes is what cancels the work.
     pub struct ResponseFuture<F, B> {
         #[pin]
@@ -42,7 +44,7 @@ impl<F, B> ResponseFuture<F, B> {
     }
 
     pub(super) fn running(
-        fut: F,
+        fut: Scoped<F>,
         left: std::time::Duration,
         metrics: Option<ServerMetrics>,
         grpc: bool,

@@ -6,6 +6,7 @@ use seawall::time::{Clock, SystemClock};
 use tower_layer::Layer;
 
 use super::DeadlineService;
+use super::time_left::ServerClock;
 use crate::server::metrics::ServerMetrics;
 
 /// Deadline of a request that carries none: 15 s, Envoy's default route timeout.
@@ -68,35 +69,60 @@ impl<C: Clock + Clone> DeadlineLayer<C> {
     }
 
     /// The deadline of requests that carry none (clamped to the maximum).
-    pub fn default_timeout(mut self, d: Duration) -> Self {
+    pub fn with_default_timeout(mut self, d: Duration) -> Self {
         self.default = d;
         self
     }
 
+    /// Renamed [`with_default_timeout`](Self::with_default_timeout), the `with_*` name every seawall layer's builders use.
+    #[deprecated(since = "0.1.0", note = "renamed `with_default_timeout`")]
+    pub fn default_timeout(self, d: Duration) -> Self {
+        self.with_default_timeout(d)
+    }
+
     /// The longest deadline a caller can ask for.
-    pub fn max_timeout(mut self, d: Duration) -> Self {
+    pub fn with_max_timeout(mut self, d: Duration) -> Self {
         self.max = d;
         self
     }
 
+    /// Renamed [`with_max_timeout`](Self::with_max_timeout), the `with_*` name every seawall layer's builders use.
+    #[deprecated(since = "0.1.0", note = "renamed `with_max_timeout`")]
+    pub fn max_timeout(self, d: Duration) -> Self {
+        self.with_max_timeout(d)
+    }
+
     /// What to do with a malformed header (default [`MalformedTimeout::Reject`]).
-    pub fn on_malformed(mut self, m: MalformedTimeout) -> Self {
+    pub fn with_malformed(mut self, m: MalformedTimeout) -> Self {
         self.malformed = m;
         self
     }
 
+    /// Renamed [`with_malformed`](Self::with_malformed), the `with_*` name every seawall layer's builders use.
+    #[deprecated(since = "0.1.0", note = "renamed `with_malformed`")]
+    pub fn on_malformed(self, m: MalformedTimeout) -> Self {
+        self.with_malformed(m)
+    }
+
     /// Count expired requests into `metrics` as [`RejectReason::DeadlineExpired`](crate::server::RejectReason::DeadlineExpired).
-    pub fn metrics(mut self, metrics: ServerMetrics) -> Self {
+    pub fn with_metrics(mut self, metrics: ServerMetrics) -> Self {
         self.metrics = Some(metrics);
         self
     }
+
+    /// Renamed [`with_metrics`](Self::with_metrics), the `with_*` name every seawall layer's builders use.
+    #[deprecated(since = "0.1.0", note = "renamed `with_metrics`")]
+    pub fn metrics(self, metrics: ServerMetrics) -> Self {
+        self.with_metrics(metrics)
+    }
 }
 
-impl<S, C: Clone> Layer<S> for DeadlineLayer<C> {
+impl<S, C: Clock + Clone + 'static> Layer<S> for DeadlineLayer<C> {
     type Service = DeadlineService<S, C>;
 
     fn layer(&self, inner: S) -> DeadlineService<S, C> {
         DeadlineService {
+            server_clock: ServerClock::new(self.clock.clone()),
             inner,
             default: self.default,
             max: self.max,

@@ -11,8 +11,10 @@
 //!    cannot make a server work longer than it allows) and uses the server's default when the
 //!    header is absent;
 //! 2. puts a [`RequestDeadline`] into the request extensions, so the `ShedLayer` drops the request
-//!    if it expires while queued, and handlers copy it onto outgoing calls, where the client
-//!    layers send the time remaining further down;
+//!    if it expires while queued, and runs the handler inside the deadline's
+//!    [`propagate::scope`], so the client layers read it for every
+//!    outgoing call the handler makes and send the time remaining further down — the handler
+//!    does not copy it (see [Propagation](#propagation));
 //! 3. answers `504 Gateway Timeout` (gRPC `DEADLINE_EXCEEDED`) at the deadline and **drops the
 //!    handler future**, which cancels the work at its next `.await`. A caller that disconnects is
 //!    handled the same way by hyper, which drops the future of a closed connection.
@@ -32,11 +34,46 @@
 //! A malformed header is rejected by default because a caller that sends one has a bug that
 //! silently dropping its deadline would hide, and a 400 is never retried.
 //!
+//! # Propagation
+//!
+//! The handler's future — and the inner service's `call`, for services that build their future
+//! eagerly — runs inside [`propagate::scope`] with the request's
+//! deadline. `RetryLayer`, `FailFastLayer` (and so the reqwest and gRPC adapters, which sit under
+//! them) use it for an outgoing request that carries no [`RequestDeadline`] of its own: the
+//! edge stamps one deadline and every hop below gets the time remaining, with nothing for a
+//! handler to copy. A `RequestDeadline` put on an outgoing request by hand wins over the scope.
+//!
+//! The scope follows the handler's future, not its thread: work handed to `tokio::spawn` leaves
+//! it. Carry it along when the spawned work makes calls on the request's behalf:
+//!
+//! ```
+//! use seawall_tower::propagate;
+//!
+//! # async fn outgoing_call() {}
+//! async fn handler() {
+//!     let work = async { outgoing_call().await };
+//!     match propagate::current() {
+//!         Some(deadline) => tokio::spawn(propagate::scope(deadline, work)),
+//!         None => tokio::spawn(work),
+//!     };
+//! }
+//! ```
+//!
+//! Cancellation follows the same path: at the deadline (or when hyper drops the future of a
+//! closed connection) the handler future is dropped, and with it every outgoing call it was
+//! awaiting — which closes their connections, so the tier below drops its work in turn. A
+//! spawned task is not dropped with the handler; keep its `JoinHandle` and abort it, or don't
+//! spawn work that belongs to the request.
+//!
+//! Handlers read the time left with [`time_left`] (or the [`TimeLeft`] axum extractor, feature
+//! `axum`).
+//!
 //! The deadline timer needs a tokio runtime with the time driver enabled. The layer reads the
 //! time from its clock ([`DeadlineLayer::with_clock`]; `time::TokioClock` for virtual time).
 
 mod future;
 mod layer;
+mod time_left;
 
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -48,10 +85,15 @@ use tower_service::Service;
 
 pub use future::ResponseFuture;
 pub use layer::{DEFAULT_MAX, DEFAULT_TIMEOUT, DeadlineLayer, MalformedTimeout};
+#[cfg(feature = "axum")]
+pub use time_left::MissingDeadline;
+pub use time_left::{TimeLeft, time_left};
 
+use crate::propagate;
 use crate::server::metrics::{RejectReason, ServerMetrics};
 use crate::server::response;
 use crate::wire::{self, RequestDeadline};
+use time_left::ServerClock;
 
 /// Reads the deadline of a request from its headers at `now`: the smaller of `Request-Timeout-Ms`
 /// and `grpc-timeout` when present, else `default`; clamped to `max`. A header that is present but
@@ -88,6 +130,8 @@ pub struct DeadlineService<S, C = SystemClock> {
     malformed: MalformedTimeout,
     metrics: Option<ServerMetrics>,
     clock: C,
+    /// The same clock, for [`time_left`] to read in the handler.
+    server_clock: ServerClock,
 }
 
 impl<S, C, ReqB, ResB> Service<Request<ReqB>> for DeadlineService<S, C>
@@ -131,9 +175,13 @@ where
             ));
         }
         req.extensions_mut().insert(RequestDeadline(deadline));
+        req.extensions_mut().insert(self.server_clock.clone());
         // The time left by the layer's clock, on tokio's timer (which a `TokioClock` shares).
         let left = deadline.remaining(now);
-        ResponseFuture::running(self.inner.call(req), left, self.metrics.clone(), grpc)
+        // `call` in the scope too: some services make their outgoing requests while building
+        // their future.
+        let fut = propagate::sync_scope(deadline, || self.inner.call(req));
+        ResponseFuture::running(propagate::scope(deadline, fut), left, self.metrics.clone(), grpc)
     }
 }
 

@@ -91,9 +91,9 @@
 //! use std::time::Duration;
 //!
 //! let layer = IdempotencyLayer::in_memory()
-//!     .ttl(Duration::from_secs(3600))
-//!     .store_timeout(Duration::from_millis(500))
-//!     .scope(header_scope(http::HeaderName::from_static("x-authenticated-tenant")));
+//!     .with_ttl(Duration::from_secs(3600))
+//!     .with_store_timeout(Duration::from_millis(500))
+//!     .with_scope(header_scope(http::HeaderName::from_static("x-authenticated-tenant")));
 //! # let _ = layer;
 //! ```
 

@@ -22,10 +22,10 @@
 //!
 //! // Your auth layer inserts `UserId`; keys are scoped by it.
 //! let by_user = IdempotencyLayer::in_memory()
-//!     .scope(extension_scope(|u: &UserId| u.0.to_be_bytes().to_vec()));
+//!     .with_scope(extension_scope(|u: &UserId| u.0.to_be_bytes().to_vec()));
 //! // A gateway that authenticates and sets `x-tenant-id` (and strips it from clients).
 //! let by_tenant = IdempotencyLayer::in_memory()
-//!     .scope(header_scope(HeaderName::from_static("x-tenant-id")));
+//!     .with_scope(header_scope(HeaderName::from_static("x-tenant-id")));
 //! # let _ = (by_user, by_tenant);
 //! ```
 
