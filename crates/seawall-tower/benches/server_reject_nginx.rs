@@ -204,7 +204,7 @@ fn main() {
         }),
     );
     // One slot, no queue; a request that never finishes holds it: every other one is shed.
-    let shed = ShedLayer::new(NonZeroUsize::new(1).expect("1")).queue(0);
+    let shed = ShedLayer::new(NonZeroUsize::new(1).expect("1")).with_queue(0);
     let seawall = rt.block_on(common::serve(app.layer(shed)));
     let hold =
         rt.spawn(common::closed_loop(seawall, "/", 1, Duration::from_millis(1), StatusCode::OK));

@@ -148,7 +148,7 @@ async fn soak(args: Args) {
     );
     let stack = ServiceBuilder::new()
         .layer(DeadlineLayer::new())
-        .layer(IdempotencyLayer::new(store.clone()).scope(|_| Some(b"soak".to_vec())))
+        .layer(IdempotencyLayer::new(store.clone()).with_scope(|_| Some(b"soak".to_vec())))
         .layer(ShedLayer::new(std::num::NonZeroUsize::new(WORKERS).expect("workers")));
     let addr = common::serve(app.layer(stack)).await;
 

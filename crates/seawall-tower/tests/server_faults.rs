@@ -78,8 +78,8 @@ async fn drop_table(table: &str) {
 /// as `503` within it).
 fn layer(store: impl seawall_tower::server::idempotency::IdempotencyStore) -> IdempotencyLayer {
     IdempotencyLayer::new(store)
-        .scope(|_| Some(TENANT.to_vec()))
-        .store_timeout(Duration::from_secs(1))
+        .with_scope(|_| Some(TENANT.to_vec()))
+        .with_store_timeout(Duration::from_secs(1))
 }
 
 /// The `code` member of a problem body, or `""`.
@@ -240,7 +240,7 @@ async fn replica_child() {
             (StatusCode::CREATED, "paid by the child")
         }),
     );
-    let addr = serve(app.layer(layer(store).lease(CHILD_LEASE))).await;
+    let addr = serve(app.layer(layer(store).with_lease(CHILD_LEASE))).await;
     let mut out = std::io::stdout();
     let _ = writeln!(out, "addr={addr}").and_then(|()| out.flush());
     tokio::time::sleep(Duration::from_secs(60)).await;
@@ -414,8 +414,8 @@ async fn postgres_restart_during_traffic_recovers_and_executes_nothing_twice() {
             }),
         )
     };
-    let addr = serve(app.layer(layer(store.clone()).lease(lease))).await;
-    let caught_addr = serve(caught_app.layer(layer(store).lease(lease))).await;
+    let addr = serve(app.layer(layer(store.clone()).with_lease(lease))).await;
+    let caught_addr = serve(caught_app.layer(layer(store).with_lease(lease))).await;
 
     let stop = Arc::new(AtomicBool::new(false));
     let clients = traffic(addr, 4, stop.clone(), &table);

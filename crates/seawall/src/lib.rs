@@ -35,6 +35,7 @@
 //! let decision = policy.after_attempt(&mut call, now, HttpClassifier::default().classify(404), Hint::None);
 //! assert!(matches!(decision, Decision::GiveUp(g) if g.reason() == GiveUpReason::NotRetryable && !g.is_overloaded()));
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 pub mod admission;
@@ -46,6 +47,7 @@ pub mod control;
 pub mod deadline;
 pub mod error;
 #[cfg(feature = "grpc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
 pub mod grpc;
 pub mod hint;
 pub mod metrics;

@@ -53,14 +53,19 @@ mod retry;
 mod timer;
 
 #[cfg(feature = "redis-control")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis-control")))]
 pub mod fleet;
 #[cfg(feature = "grpc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
 pub mod grpc;
 #[cfg(feature = "reqwest-middleware")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest-middleware")))]
 pub mod middleware;
 #[cfg(feature = "otel")]
+#[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
 pub mod otel;
 #[cfg(feature = "reqwest")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 pub mod reqwest;
 
 pub use body::ReplayBody;
@@ -70,6 +75,7 @@ pub use breaker::{
 pub use control::{ControlState, admin_response};
 pub use fail_fast::{FailFast, FailFastFuture, FailFastLayer};
 #[cfg(feature = "grpc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
 pub use future::ResponseFuture;
 pub use metrics::{ClientMetrics, metrics_response, metrics_text};
 pub use retry::{BoxError, GaveUpError, LastOutcome, Retry, RetryFuture, RetryLayer};

@@ -39,12 +39,14 @@ pub mod deadline;
 pub mod idempotency;
 pub mod metrics;
 #[cfg(feature = "prometheus")]
+#[cfg_attr(docsrs, doc(cfg(feature = "prometheus")))]
 pub mod prometheus;
 mod response;
 pub mod shed;
 
 pub use admission::admission_response;
 #[cfg(feature = "axum")]
+#[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
 pub use deadline::MissingDeadline;
 pub use deadline::{DeadlineLayer, MalformedTimeout};
 pub use deadline::{TimeLeft, time_left};
