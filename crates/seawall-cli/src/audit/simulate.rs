@@ -2,9 +2,8 @@
 //! the fault does over time, under the graph's own settings and under seawall's.
 //!
 //! The bridge lives in the CLI because `seawall-audit` depends on the core only (not on the
-//! simulator): it reads the audit's typed graph and path list (never the file again), writes one
-//! scenario per path in the simulator's own TOML format, and lets `Scenario::parse` validate it
-//! like any scenario file.
+//! simulator): it reads the audit's typed graph and path list (never the file again), builds one
+//! scenario per path in code, and lets `Scenario::new` validate it like any scenario file.
 //!
 //! Which paths: for every dependency (a service that calls nothing; every path's last service
 //! when the graph has no such leaf), the path into it with the largest worst-case multiplier —
@@ -93,7 +92,7 @@ pub(crate) fn run(graph: &Graph, req: &Request<'_>) -> anyhow::Result<String> {
     for p in &paths {
         let ps = scenario::build(graph, p, &fault, req.duration_s)
             .context("the path has no hops to simulate")?;
-        let sc = seawall_sim::Scenario::parse(&format!("{}.toml", ps.dependency), &ps.text, &[])
+        let sc = seawall_sim::Scenario::new(ps.file.clone())
             .with_context(|| format!("cannot simulate {}", ps.label))?;
         let results = seawall_sim::simulate(&sc, &policies, req.seed, &mut |_, _| {})
             .with_context(|| format!("simulating {}", ps.label))?;

@@ -1,4 +1,10 @@
 //! Scenarios: the TOML schema, strict loading with `--set` overrides, and validation.
+//!
+//! Two types, one on each side of the boundary: [`ScenarioFile`] is the file as written (parsed
+//! strictly, or built in code by a generator and written with [`ScenarioFile::to_toml`]), and
+//! [`Scenario`] is a file that passed every check, the only thing the simulator runs. A
+//! `Scenario` reads like its file (it dereferences to it) but cannot be changed without being
+//! checked again.
 
 mod overrides;
 mod policies;
@@ -8,8 +14,75 @@ mod validate;
 pub use policies::*;
 pub use schema::*;
 
+use serde::Serialize;
+
 use crate::error::Error;
 use crate::policy::{PRESETS, PolicySpec};
+
+/// A validated scenario: every number in range, every name resolving, every policy building
+/// through the core's constructors.
+///
+/// Built by [`Scenario::parse`] from TOML text or by [`Scenario::new`] from a [`ScenarioFile`]
+/// made in code; it serializes as its file.
+///
+/// ```
+/// use seawall_sim::Scenario;
+///
+/// let entry = seawall_sim::catalog::get("bronson").unwrap();
+/// let s = Scenario::parse(entry.name, entry.text, &[]).unwrap();
+/// let mut file = s.as_file().clone();
+/// file.edge.rate = 140.0;
+/// let faster = Scenario::new(file.clone()).unwrap();
+/// assert_eq!(faster.edge.rate, 140.0);
+/// // Written and read back, it is the same scenario.
+/// let text = faster.to_toml().unwrap();
+/// assert_eq!(Scenario::parse("again.toml", &text, &[]).unwrap(), faster);
+/// // A value out of range does not validate.
+/// file.edge.rate = -1.0;
+/// assert!(Scenario::new(file).is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct Scenario {
+    file: ScenarioFile,
+}
+
+impl std::ops::Deref for Scenario {
+    type Target = ScenarioFile;
+
+    fn deref(&self) -> &ScenarioFile {
+        &self.file
+    }
+}
+
+impl TryFrom<ScenarioFile> for Scenario {
+    type Error = Error;
+
+    fn try_from(file: ScenarioFile) -> Result<Scenario, Error> {
+        Scenario::new(file)
+    }
+}
+
+impl ScenarioFile {
+    /// The file as TOML text, in the schema [`Scenario::parse`] reads.
+    ///
+    /// Fails only on what TOML cannot hold (a herd of more than `i64::MAX` clients), which a
+    /// validated [`Scenario`] never has.
+    pub fn to_toml(&self) -> Result<String, Error> {
+        toml::to_string(self).map_err(|e| Error::Serialize { message: e.to_string() })
+    }
+
+    /// Names of the presets, then this file's own policies.
+    pub(crate) fn names(&self) -> Vec<String> {
+        let mut v: Vec<String> = PRESETS.iter().map(|s| s.to_string()).collect();
+        for k in self.policies.keys() {
+            if !v.contains(k) {
+                v.push(k.clone());
+            }
+        }
+        v
+    }
+}
 
 impl Scenario {
     /// Parses `text` (named `file` in errors), applies `--set KEY=VALUE` overrides in order, and
@@ -24,9 +97,9 @@ impl Scenario {
     /// assert_eq!(s.edge.rate, 140.0);
     /// ```
     pub fn parse(file: &str, text: &str, sets: &[String]) -> Result<Scenario, Error> {
-        let scenario: Scenario = toml::from_str(text).map_err(|e| parse_error(file, text, &e))?;
-        let scenario = if sets.is_empty() {
-            scenario
+        let raw: ScenarioFile = toml::from_str(text).map_err(|e| parse_error(file, text, &e))?;
+        let raw = if sets.is_empty() {
+            raw
         } else {
             let mut table: toml::Table =
                 toml::from_str(text).map_err(|e| parse_error(file, text, &e))?;
@@ -38,22 +111,38 @@ impl Scenario {
                 message: e.message().to_string(),
             })?
         };
-        validate::check(&scenario).map_err(|e| e.in_file(file))?;
+        Scenario::new(raw).map_err(|e| e.in_file(file))
+    }
+
+    /// Validates a scenario built in code (or deserialized by other means): the same checks as
+    /// [`Scenario::parse`], with errors naming the field path.
+    pub fn new(file: ScenarioFile) -> Result<Scenario, Error> {
+        validate::check(&file)?;
+        let scenario = Scenario { file };
         for (name, o) in &scenario.policies {
-            scenario.resolve_one(name, o).map_err(|e| e.in_file(file))?;
+            scenario.resolve_one(name, o)?;
         }
         Ok(scenario)
     }
 
+    /// The file this scenario was validated from.
+    pub fn as_file(&self) -> &ScenarioFile {
+        &self.file
+    }
+
+    /// The file, to change and validate again.
+    pub fn into_file(self) -> ScenarioFile {
+        self.file
+    }
+
+    /// The scenario as TOML text (see [`ScenarioFile::to_toml`]).
+    pub fn to_toml(&self) -> Result<String, Error> {
+        self.file.to_toml()
+    }
+
     /// Names of the policies this scenario can run: the presets, then its own.
     pub fn policy_names(&self) -> Vec<String> {
-        let mut v: Vec<String> = PRESETS.iter().map(|s| s.to_string()).collect();
-        for k in self.policies.keys() {
-            if !v.contains(k) {
-                v.push(k.clone());
-            }
-        }
-        v
+        self.file.names()
     }
 
     fn resolve_one(&self, name: &str, o: &PolicyOverride) -> Result<PolicySpec, Error> {
