@@ -11,8 +11,13 @@ use seawall_lab::{FaultSpec, LabParams, Launcher, Stack};
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Configuration to run (repeatable): baseline (every tier retries) or seawall.
-    #[arg(long = "config", value_name = "baseline|seawall")]
-    configs: Vec<String>,
+    #[arg(
+        long = "config",
+        value_name = "baseline|seawall",
+        value_enum,
+        hide_possible_values = true
+    )]
+    configs: Vec<Config>,
     /// Offered load at the edge, requests per second.
     #[arg(long, default_value_t = 160.0)]
     rate: f64,
@@ -65,6 +70,25 @@ pub(crate) struct Args {
     json: bool,
 }
 
+/// `--config`: the lab's configurations, as `seawall_lab::Stack` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Config {
+    // (Plain comments: doc comments on the variants would switch `--help` to its long form.)
+    // Every tier retries: 3 attempts, flat 100 ms, 250 ms per try, no budget.
+    Baseline,
+    // The edge owns retries (jitter, budget), the tiers below fail fast and shed.
+    Seawall,
+}
+
+impl Config {
+    fn stack(self) -> Stack {
+        match self {
+            Config::Baseline => Stack::Baseline,
+            Config::Seawall => Stack::Seawall,
+        }
+    }
+}
+
 /// Arguments of the hidden `seawall lab-node`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct NodeArgs {
@@ -88,7 +112,7 @@ fn params(args: &Args) -> anyhow::Result<LabParams> {
     let stacks = if args.configs.is_empty() {
         vec![Stack::Baseline, Stack::Seawall]
     } else {
-        args.configs.iter().map(|c| c.parse::<Stack>()).collect::<Result<_, _>>()?
+        args.configs.iter().map(|&c| c.stack()).collect()
     };
     let fault = match args.fault.as_str() {
         "none" => None,

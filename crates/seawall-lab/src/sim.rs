@@ -32,6 +32,7 @@ use std::fmt::Write as _;
 
 use seawall_report::{Results, Source};
 use seawall_sim::Scenario;
+use seawall_sim::policy::Preset;
 use seawall_sim::scenario::{
     DEFAULT_QUEUE_LIMIT, Degrade, Edge, FaultKind as SimFault, FaultSpec, OutageMode,
     PolicyOverride, RatePoint, ScenarioFile, Service, Tier,
@@ -137,7 +138,7 @@ pub fn scenario(params: &LabParams, stack: Stack) -> ScenarioFile {
         Stack::Baseline => {
             let delay = BASELINE_DELAY.as_millis() as f64;
             PolicyOverride {
-                base: Some("fixed".into()),
+                base: Some(Preset::Fixed),
                 attempts: Some(3),
                 base_ms: Some(delay),
                 cap_ms: Some(delay),
@@ -145,7 +146,7 @@ pub fn scenario(params: &LabParams, stack: Stack) -> ScenarioFile {
             }
         }
         Stack::Seawall => PolicyOverride {
-            base: Some("seawall".into()),
+            base: Some(Preset::Seawall),
             cap_ms: Some(1000.0),
             ..PolicyOverride::default()
         },

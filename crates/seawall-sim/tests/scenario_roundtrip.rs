@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use seawall_sim::Scenario;
+use seawall_sim::policy::Preset;
 use seawall_sim::scenario::{
     BackoffKind, BudgetKind, ClientOverride, Degrade, Edge, FaultKind, FaultSpec, Herd, OutageMode,
     PolicyOverride, RatePoint, Refresh, ScenarioFile, Service, Spike, Tier,
@@ -43,6 +44,10 @@ fn num() -> impl Strategy<Value = f64> {
 /// Names with dots, quotes, spaces, newlines and non-ASCII text, which must stay one key.
 fn name() -> impl Strategy<Value = String> {
     prop_oneof![Just("db".to_string()), "[a-z]{1,6}", "\\PC{0,8}", "[a.\" \\n\\\\é]{1,6}"]
+}
+
+fn preset() -> impl Strategy<Value = Preset> {
+    proptest::sample::select(Preset::ALL.to_vec())
 }
 
 fn backoff() -> impl Strategy<Value = BackoffKind> {
@@ -88,7 +93,7 @@ fn policy() -> impl Strategy<Value = PolicyOverride> {
     let flags = proptest::collection::vec(proptest::option::of(any::<bool>()), 6);
     (
         (
-            proptest::option::of(name()),
+            proptest::option::of(preset()),
             proptest::option::of(0u32..20),
             proptest::option::of(backoff()),
         ),
@@ -253,7 +258,7 @@ fn valid_file() -> impl Strategy<Value = ScenarioFile> {
             let policies = proptest::collection::btree_map(
                 "[a-z][a-z.\" -]{0,7}",
                 (
-                    prop_oneof![Just("naive"), Just("seawall"), Just("fixed")],
+                    preset(),
                     proptest::option::of(1u32..6),
                     proptest::option::of(backoff()),
                     proptest::option::of(budget()),
@@ -319,7 +324,7 @@ fn valid_file() -> impl Strategy<Value = ScenarioFile> {
                         _ => BTreeMap::new(),
                     };
                     let o = PolicyOverride {
-                        base: Some(base.to_string()),
+                        base: Some(base),
                         attempts,
                         backoff,
                         budget,

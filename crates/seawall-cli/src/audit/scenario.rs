@@ -20,6 +20,7 @@
 use std::collections::BTreeMap;
 
 use seawall_audit::model::{Budget, Graph};
+use seawall_sim::policy::Preset;
 use seawall_sim::scenario::{
     BackoffKind, BudgetKind, ClientOverride, DEFAULT_QUEUE_LIMIT, Edge, FaultKind as SimFault,
     FaultSpec, OutageMode, PolicyOverride, ScenarioFile, Service, Tier,
@@ -144,7 +145,7 @@ fn configured_policy(l: &Layout, entry: &str, notes: &mut Vec<String>) -> (Polic
         }
     }
     let policy = PolicyOverride {
-        base: Some("naive".into()),
+        base: Some(Preset::Naive),
         single_owner: Some(false),
         deadline_propagation: Some(l.deadline_propagated),
         cancellation: Some(false),

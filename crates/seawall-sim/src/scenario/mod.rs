@@ -7,17 +7,17 @@
 //! checked again.
 
 mod overrides;
-mod policies;
 mod schema;
 mod validate;
 
-pub use policies::*;
+/// The `[policies.NAME]` tables (defined with the policies, re-exported where the file is read).
+pub use crate::policy::{BackoffKind, BudgetKind, ClientOverride, PolicyOverride};
 pub use schema::*;
 
 use serde::Serialize;
 
 use crate::error::Error;
-use crate::policy::{PRESETS, PolicySpec};
+use crate::policy::{PRESETS, PolicySpec, Preset};
 
 /// A validated scenario: every number in range, every name resolving, every policy building
 /// through the core's constructors.
@@ -146,10 +146,10 @@ impl Scenario {
     }
 
     fn resolve_one(&self, name: &str, o: &PolicyOverride) -> Result<PolicySpec, Error> {
-        let base = o.base.as_deref().unwrap_or(name);
-        let mut spec = PolicySpec::preset(base).ok_or_else(|| {
-            Error::invalid(format!("policies.{name}.base"), format!("one of {PRESETS:?}"), base)
+        let base = o.base.or_else(|| Preset::from_name(name)).ok_or_else(|| {
+            Error::invalid(format!("policies.{name}.base"), format!("one of {PRESETS:?}"), name)
         })?;
+        let mut spec = PolicySpec::of(base);
         spec.name = name.to_string();
         let spec = spec.apply(o, &format!("policies.{name}"))?;
         self.check_clients(name, &spec)?;
@@ -266,6 +266,25 @@ service = { mean_ms = 5 }
         assert!(Scenario::parse("m.toml", MINI, &["edge.rtae=1".into()]).is_err());
         assert!(Scenario::parse("m.toml", MINI, &["edge.rate=fast".into()]).is_err());
         assert!(Scenario::parse("m.toml", MINI, &["edge.rate=-5".into()]).is_err());
+    }
+
+    #[test]
+    fn a_policy_base_is_a_preset_by_name() {
+        let ok = format!("{MINI}[policies.mine]\nbase = \"exponential\"\nattempts = 2\n");
+        let s = Scenario::parse("m.toml", &ok, &[]).unwrap();
+        assert_eq!(s.policies["mine"].base, Some(Preset::Exponential));
+        assert_eq!(s.policy("mine").unwrap().backoff, BackoffKind::Exponential);
+        let bad = ok.replace("exponential", "expo");
+        let e = Scenario::parse("m.toml", &bad, &[]).unwrap_err();
+        assert!(matches!(&e, Error::Parse { line: Some(13), .. }), "{e:?}");
+        // Without a base, the policy's name must be a preset's.
+        let nameless = format!("{MINI}[policies.mine]\nattempts = 2\n");
+        let e = Scenario::parse("m.toml", &nameless, &[]).unwrap_err().to_string();
+        assert!(e.contains("policies.mine.base"), "{e}");
+        for p in Preset::ALL {
+            assert_eq!(Preset::from_name(p.as_str()), Some(p));
+            assert_eq!(PolicySpec::preset(p.as_str()).unwrap().name, p.as_str());
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::policies::PolicyOverride;
+use crate::policy::PolicyOverride;
 
 /// A whole scenario file, as written: not yet validated. [`Scenario::new`](super::Scenario::new)
 /// checks it; [`ScenarioFile::to_toml`] writes it.

@@ -44,7 +44,7 @@ pub enum BudgetKind {
 pub struct PolicyOverride {
     /// The preset to start from (default: the preset of the same name).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub base: Option<String>,
+    pub base: Option<super::Preset>,
     /// Attempts per call including the first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attempts: Option<u32>,
