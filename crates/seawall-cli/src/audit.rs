@@ -7,12 +7,7 @@
 //! [`simulate`]) and its tables replace the static report; the exit status still follows the
 //! findings, so a CI job reads the same 0/1/2 either way.
 
-mod fault;
-mod layout;
-mod scenario;
 mod simulate;
-#[cfg(test)]
-mod tests;
 
 use std::io::Write as _;
 use std::path::PathBuf;

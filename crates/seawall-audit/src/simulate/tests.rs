@@ -3,13 +3,13 @@
 
 use std::path::Path;
 
-use seawall_audit::graph;
+use crate::graph;
 use seawall_sim::scenario::{BackoffKind, BudgetKind};
 
+use super::choose;
 use super::fault::Fault;
 use super::layout::{ServiceTime, layout};
 use super::scenario::{self, CONFIGURED};
-use super::simulate::choose;
 
 const GRAPH: &str = r#"
 [services.mobile]
@@ -58,7 +58,7 @@ place = "app"
 attempts = 2
 "#;
 
-fn g() -> seawall_audit::model::Graph {
+fn g() -> crate::model::Graph {
     graph::parse(Path::new("t.toml"), GRAPH).unwrap()
 }
 

@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use seawall_audit::model::{Budget, Graph};
+use crate::model::{Budget, Graph};
 use seawall_sim::policy::Preset;
 use seawall_sim::scenario::{
     BackoffKind, BudgetKind, ClientOverride, DEFAULT_QUEUE_LIMIT, Edge, FaultKind as SimFault,
@@ -30,10 +30,10 @@ use super::fault::{Fault, FaultKind, SLOW_FACTOR};
 use super::layout::{Client, Layout, ServiceTime, layout};
 
 /// Name of the policy that runs the graph's own settings.
-pub(crate) const CONFIGURED: &str = "as-configured";
+pub const CONFIGURED: &str = "as-configured";
 /// How long a dependency stays cold after coming back from an outage, seconds: the graph gives
 /// a cold capacity but not how long caches take to warm.
-pub(crate) const COLD_S: f64 = 10.0;
+pub const COLD_S: f64 = 10.0;
 /// Edge deadline when the entry hop sets no timeout, milliseconds.
 const DEFAULT_DEADLINE_MS: f64 = 10_000.0;
 /// Entry rate when the entry service gives none, requests per second.
@@ -41,19 +41,19 @@ const DEFAULT_RATE: f64 = 100.0;
 
 /// A path ready to simulate.
 #[derive(Debug, Clone)]
-pub(crate) struct PathScenario {
+pub struct PathScenario {
     /// `entry → … → dependency`.
-    pub(crate) label: String,
+    pub label: String,
     /// The dependency (bottom tier) the fault hits.
-    pub(crate) dependency: String,
+    pub dependency: String,
     /// The scenario, not yet validated.
-    pub(crate) file: ScenarioFile,
+    pub file: ScenarioFile,
     /// The path's worst-case attempts per the audit.
-    pub(crate) audited_worst: u64,
+    pub audited_worst: u64,
     /// The worst case the simulated policy can reach: the product of the layers' attempts.
-    pub(crate) simulated_worst: u64,
+    pub simulated_worst: u64,
     /// What was assumed or approximated.
-    pub(crate) notes: Vec<String>,
+    pub notes: Vec<String>,
 }
 
 /// The core's default of each budget kind the simulator builds, and the name it has there.
@@ -90,10 +90,6 @@ fn budget_kind(b: &Budget) -> (BudgetKind, Option<String>) {
                  (the 2026 costs; the audit's bound assumes 5)"
                     .into(),
             ),
-        ),
-        _ => (
-            BudgetKind::Grpc,
-            Some(format!("{b} has no simulator kind: the core's gRPC 10/0.1 runs")),
         ),
     }
 }
@@ -252,7 +248,7 @@ fn faults(graph: &Graph, l: &Layout, fault: &Fault, notes: &mut Vec<String>) -> 
 }
 
 /// Builds the scenario of the path given as hop indices, for a run of `duration_s` seconds.
-pub(crate) fn build(
+pub fn build(
     graph: &Graph,
     path: &[usize],
     fault: &Fault,
