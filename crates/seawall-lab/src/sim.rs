@@ -108,17 +108,8 @@ pub fn scenario(params: &LabParams, stack: Stack) -> ScenarioFile {
     let mut faults = Vec::new();
     if let Some(f) = params.fault {
         let (at, d) = (params.at.as_secs_f64(), f.duration.as_secs_f64());
-        let fault = |kind, start_s, duration_s| FaultSpec {
-            kind,
-            tier: DEPENDENCY.to_string(),
-            start_s,
-            duration_s,
-            mode: OutageMode::Hold,
-            p50_ms: None,
-            p99_ms: None,
-            capacity: None,
-            cold_factor: None,
-        };
+        let fault =
+            |kind, start_s, duration_s| FaultSpec::new(kind, DEPENDENCY, start_s, duration_s);
         let fail = FaultSpec { mode: OutageMode::Fail, ..fault(SimFault::Outage, at, d) };
         match f.kind {
             FaultKind::Fail => faults.push(fail),

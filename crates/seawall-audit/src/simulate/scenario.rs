@@ -200,17 +200,7 @@ fn service(s: ServiceTime) -> Service {
 /// cold capacity below its warm one.
 fn faults(graph: &Graph, l: &Layout, fault: &Fault, notes: &mut Vec<String>) -> Vec<FaultSpec> {
     let Some(bottom) = l.tiers.last() else { return Vec::new() };
-    let spec = |kind, start_s, duration_s| FaultSpec {
-        kind,
-        tier: bottom.name.clone(),
-        start_s,
-        duration_s,
-        mode: OutageMode::Hold,
-        p50_ms: None,
-        p99_ms: None,
-        capacity: None,
-        cold_factor: None,
-    };
+    let spec = |kind, start_s, duration_s| FaultSpec::new(kind, &bottom.name, start_s, duration_s);
     let here = spec(SimFault::Outage, fault.start_s, fault.duration_s);
     let mut v = vec![match fault.kind {
         FaultKind::Outage => here,

@@ -258,3 +258,32 @@ pub struct FaultSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cold_factor: Option<f64>,
 }
+
+impl FaultSpec {
+    /// A fault of `kind` on `tier` from `start_s` for `duration_s`, every kind's own setting
+    /// unset (and an outage holding): set the one its kind needs with struct update syntax.
+    ///
+    /// ```
+    /// use seawall_sim::scenario::{FaultKind, FaultSpec};
+    ///
+    /// let slow = FaultSpec {
+    ///     p50_ms: Some(240.0),
+    ///     p99_ms: Some(600.0),
+    ///     ..FaultSpec::new(FaultKind::Latency, "db", 10.0, 30.0)
+    /// };
+    /// assert_eq!(slow.tier, "db");
+    /// ```
+    pub fn new(kind: FaultKind, tier: impl Into<String>, start_s: f64, duration_s: f64) -> Self {
+        FaultSpec {
+            kind,
+            tier: tier.into(),
+            start_s,
+            duration_s,
+            mode: OutageMode::Hold,
+            p50_ms: None,
+            p99_ms: None,
+            capacity: None,
+            cold_factor: None,
+        }
+    }
+}
