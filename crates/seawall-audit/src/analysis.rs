@@ -140,6 +140,6 @@ pub fn analyse(graph: &Graph) -> Report {
         })
         .collect();
     let dependencies: Vec<DependencyLoad> = deps.into_values().collect();
-    let findings = crate::rules::check(graph, &all, &dependencies, truncated);
+    let findings = crate::rules::check(graph, &all, &dependencies, truncated.then_some(MAX_PATHS));
     Report { paths: paths_out, dependencies, hops, findings }
 }

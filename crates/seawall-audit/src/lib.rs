@@ -12,7 +12,8 @@
 //!   cap of 5, the AWS SDKs' 3 attempts) and their sources;
 //! - [`analysis`]: worst-case and budget-bounded multipliers, peak loads;
 //! - [`rules`]: the findings, each with a one-line fix;
-//! - [`report`]: the table, JSON and SARIF renderings.
+//! - [`report`]: the table, JSON and SARIF renderings;
+//! - `simulate` (feature `simulate`): the audited paths as simulator scenarios.
 //!
 //! ```
 //! use seawall_audit::{analysis, graph};
@@ -43,6 +44,8 @@ pub mod import;
 pub mod model;
 pub mod report;
 pub mod rules;
+#[cfg(feature = "simulate")]
+pub mod simulate;
 
 pub use error::{Error, ErrorKind};
 pub use report::{Finding, Report, Severity};

@@ -128,12 +128,13 @@ fn retry_time(h: &Hop) -> Option<Duration> {
     }
 }
 
-/// Runs every rule.
+/// Runs every rule. `truncated_at` is the number of paths the enumeration stopped at, when it
+/// did (`paths` is then incomplete).
 pub fn check(
     graph: &Graph,
     paths: &[Vec<usize>],
     deps: &[DependencyLoad],
-    truncated: bool,
+    truncated_at: Option<usize>,
 ) -> Vec<Finding> {
     let mut out = Vec::new();
     multi_layer(graph, paths, &mut out);
@@ -157,12 +158,12 @@ pub fn check(
             if cold.is_some_and(|c| peak <= c) { "yes" } else { "no" }),
             "Cut the multiplier (one retrying layer, a budget) or shed load at the dependency before it is needed"));
     }
-    if truncated {
+    if let Some(limit) = truncated_at {
         out.push(finding(
             "SW012",
             Severity::Info,
             "graph",
-            format!("more than {} paths; the rest were not analysed", crate::analysis::MAX_PATHS),
+            format!("more than {limit} paths; the rest were not analysed"),
             "Split the graph into smaller files",
         ));
     }

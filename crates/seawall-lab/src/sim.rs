@@ -31,6 +31,12 @@
 use std::fmt::Write as _;
 
 use seawall_report::{Results, Source};
+use seawall_sim::Scenario;
+use seawall_sim::policy::Preset;
+use seawall_sim::scenario::{
+    Balance, DEFAULT_QUEUE_LIMIT, Degrade, Edge, FanOut, FaultKind as SimFault, FaultSpec,
+    OutageMode, PolicyOverride, RatePoint, ScenarioFile, Service, Tier,
+};
 
 use crate::LabError;
 use crate::config::{FaultKind, LabParams, Stack};
@@ -38,80 +44,129 @@ use crate::node::Role;
 use crate::node::client::{BASELINE_DELAY, BASELINE_TIMEOUT};
 use crate::report::fault_of;
 
-/// The scenario (TOML) that mirrors `params` for `stack`. One scenario per stack, because the
-/// tiers' per-try timeouts differ between the two and are a scenario field, not a policy knob.
-pub fn scenario_toml(params: &LabParams, stack: Stack) -> String {
+/// The scenario that mirrors `params` for `stack`, built in code (its TOML is
+/// [`ScenarioFile::to_toml`]). One scenario per stack, because the tiers' per-try timeouts differ
+/// between the two and are a scenario field, not a policy knob.
+pub fn scenario(params: &LabParams, stack: Stack) -> ScenarioFile {
     let dur = params.duration.as_secs_f64();
     let deadline_ms = params.deadline.as_secs_f64() * 1000.0;
     let service_ms = params.service_time().as_secs_f64() * 1000.0;
-    let mut t = String::new();
-    let _ = writeln!(t, "name = \"lab-{stack}\"");
-    let _ = writeln!(t, "description = \"the lab's parameters, {stack}\"");
-    let _ = writeln!(t, "duration_s = {dur}\ndefault_policies = [\"{stack}\"]\n");
-    let _ = writeln!(t, "[edge]\nrate = {}", params.rate);
-    if let Some(to) = params.ramp_to {
-        let _ = writeln!(
-            t,
-            "ramp = [{{ at_s = 0, rate = {} }}, {{ at_s = {dur}, rate = {to} }}]",
-            params.rate
-        );
-    }
-    let _ =
-        writeln!(t, "deadline_ms = {deadline_ms}\nretries = false\ntimeout_ms = {deadline_ms}\n");
+    let ramp = match params.ramp_to {
+        Some(to) => {
+            vec![RatePoint { at_s: 0.0, rate: params.rate }, RatePoint { at_s: dur, rate: to }]
+        }
+        None => Vec::new(),
+    };
+    let edge = Edge {
+        rate: params.rate,
+        ramp,
+        spike: Vec::new(),
+        herd: Vec::new(),
+        deadline_ms,
+        retries: false,
+        timeout_ms: Some(deadline_ms),
+        refresh: None,
+        instances: 1,
+    };
     let tier_timeout = match stack {
         Stack::Baseline => BASELINE_TIMEOUT.as_secs_f64() * 1000.0,
         Stack::Seawall => deadline_ms,
     };
-    for role in [Role::Edge, Role::Gateway, Role::Order] {
-        let _ =
-            writeln!(t, "[[tier]]\nname = \"{}\"\ntimeout_ms = {tier_timeout}\n", role.as_str());
-    }
-    let _ = writeln!(t, "[[tier]]\nname = \"dependency\"\nworkers = {}", params.workers);
-    // The lab's baseline dependency queues without limit; seawall's `ShedLayer` admits
-    // `workers` at once and queues half as many more (its default), rejecting the rest.
-    let queue = match stack {
-        Stack::Baseline => 10_000_000,
-        Stack::Seawall => (params.workers / 2).max(1),
+    let proxy = |role: Role| Tier {
+        name: role.as_str().to_string(),
+        workers: 0,
+        queue_limit: DEFAULT_QUEUE_LIMIT,
+        service: Service::default(),
+        degrade: None,
+        timeout_ms: Some(tier_timeout),
+        retries: true,
+        instances: 1,
+        replicas: 1,
+        balance: Balance::default(),
+        calls: None,
+        fan_out: FanOut::default(),
     };
-    let _ = writeln!(t, "queue_limit = {queue}");
-    let _ = writeln!(t, "service = {{ p50_ms = {service_ms}, p99_ms = {} }}", service_ms * 1.01);
+    let mut tiers: Vec<Tier> = [Role::Edge, Role::Gateway, Role::Order].map(proxy).into();
     let w = params.workers;
-    let _ = writeln!(
-        t,
-        "degrade = {{ above_in_system = {}, full_in_system = {}, factor = 3 }}\n",
-        2 * w,
-        6 * w
-    );
+    tiers.push(Tier {
+        name: DEPENDENCY.to_string(),
+        workers: w,
+        // The lab's baseline dependency queues without limit; seawall's `ShedLayer` admits
+        // `workers` at once and queues half as many more (its default), rejecting the rest.
+        queue_limit: match stack {
+            Stack::Baseline => 10_000_000,
+            Stack::Seawall => (w / 2).max(1),
+        },
+        service: Service {
+            mean_ms: 0.0,
+            p50_ms: Some(service_ms),
+            p99_ms: Some(service_ms * 1.01),
+        },
+        degrade: Some(Degrade {
+            above_rps: None,
+            above_in_system: Some(2 * w),
+            full_in_system: Some(6 * w),
+            factor: 3.0,
+        }),
+        timeout_ms: None,
+        retries: true,
+        instances: 1,
+        replicas: 1,
+        balance: Balance::default(),
+        calls: None,
+        fan_out: FanOut::default(),
+    });
+    let mut faults = Vec::new();
     if let Some(f) = params.fault {
         let (at, d) = (params.at.as_secs_f64(), f.duration.as_secs_f64());
-        let head = format!("[[fault]]\ntier = \"dependency\"\nstart_s = {at}\nduration_s = {d}");
-        let _ = match f.kind {
-            FaultKind::Fail => writeln!(t, "{head}\nkind = \"outage\"\nmode = \"fail\"\n"),
-            FaultKind::Hang => writeln!(t, "{head}\nkind = \"outage\"\nmode = \"hold\"\n"),
-            FaultKind::Slow => writeln!(
-                t,
-                "{head}\nkind = \"latency\"\np50_ms = {}\np99_ms = {}\n",
-                service_ms * 6.0,
-                service_ms * 6.06
-            ),
-            FaultKind::Restart => writeln!(
-                t,
-                "{head}\nkind = \"outage\"\nmode = \"fail\"\n\n[[fault]]\ntier = \"dependency\"\n\
-                 kind = \"restart\"\nstart_s = {}\nduration_s = 5\ncold_factor = 4\n",
-                at + d
-            ),
-        };
+        let fault =
+            |kind, start_s, duration_s| FaultSpec::new(kind, DEPENDENCY, start_s, duration_s);
+        let fail = FaultSpec { mode: OutageMode::Fail, ..fault(SimFault::Outage, at, d) };
+        match f.kind {
+            FaultKind::Fail => faults.push(fail),
+            FaultKind::Hang => faults.push(fault(SimFault::Outage, at, d)),
+            FaultKind::Slow => faults.push(FaultSpec {
+                p50_ms: Some(service_ms * 6.0),
+                p99_ms: Some(service_ms * 6.06),
+                ..fault(SimFault::Latency, at, d)
+            }),
+            FaultKind::Restart => faults.extend([
+                fail,
+                FaultSpec { cold_factor: Some(4.0), ..fault(SimFault::Restart, at + d, 5.0) },
+            ]),
+        }
     }
-    let _ = match stack {
-        Stack::Baseline => writeln!(
-            t,
-            "[policies.baseline]\nbase = \"fixed\"\nattempts = 3\nbase_ms = {0}\ncap_ms = {0}",
-            BASELINE_DELAY.as_millis()
-        ),
-        Stack::Seawall => writeln!(t, "[policies.seawall]\nbase = \"seawall\"\ncap_ms = 1000"),
+    let policy = match stack {
+        Stack::Baseline => {
+            let delay = BASELINE_DELAY.as_millis() as f64;
+            PolicyOverride {
+                base: Some(Preset::Fixed),
+                attempts: Some(3),
+                base_ms: Some(delay),
+                cap_ms: Some(delay),
+                ..PolicyOverride::default()
+            }
+        }
+        Stack::Seawall => PolicyOverride {
+            base: Some(Preset::Seawall),
+            cap_ms: Some(1000.0),
+            ..PolicyOverride::default()
+        },
     };
-    t
+    ScenarioFile {
+        name: format!("lab-{stack}"),
+        description: format!("the lab's parameters, {stack}"),
+        duration_s: dur,
+        default_policies: vec![stack.to_string()],
+        edge,
+        tiers,
+        faults,
+        policies: [(stack.to_string(), policy)].into(),
+    }
 }
+
+/// Name of the bottom tier.
+const DEPENDENCY: &str = "dependency";
 
 /// The simulator's prediction for every configuration of `params` (same shape as the lab's
 /// results, `source: Simulation`, the lab's fault window).
@@ -119,9 +174,7 @@ pub fn predict(params: &LabParams) -> Result<Results, LabError> {
     let sim = |e: seawall_sim::Error| LabError::Sim(e.to_string());
     let mut runs = Vec::with_capacity(params.stacks.len());
     for &stack in &params.stacks {
-        let text = scenario_toml(params, stack);
-        let scenario =
-            seawall_sim::Scenario::parse(&format!("lab-{stack}.toml"), &text, &[]).map_err(sim)?;
+        let scenario = Scenario::new(scenario(params, stack)).map_err(sim)?;
         let (run, _) = seawall_sim::run_policy(&scenario, stack.as_str(), params.seed, &mut |_| {})
             .map_err(sim)?;
         runs.push(run);
@@ -176,9 +229,9 @@ mod tests {
         for f in ["fail:10", "hang:10", "slow:10", "restart:10"] {
             let p = LabParams { fault: Some(f.parse().unwrap()), ..LabParams::default() };
             for stack in [Stack::Baseline, Stack::Seawall] {
-                let text = scenario_toml(&p, stack);
-                seawall_sim::Scenario::parse("t.toml", &text, &[])
-                    .unwrap_or_else(|e| panic!("{f} {stack}: {e}\n{text}"));
+                let file = scenario(&p, stack);
+                Scenario::new(file.clone())
+                    .unwrap_or_else(|e| panic!("{f} {stack}: {e}\n{file:?}"));
             }
         }
     }

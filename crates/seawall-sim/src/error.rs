@@ -46,6 +46,11 @@ pub enum Error {
         /// The catalog's names.
         known: Vec<String>,
     },
+    /// A scenario could not be written as TOML.
+    Serialize {
+        /// Why.
+        message: String,
+    },
     /// No preset and no scenario policy of that name.
     UnknownPolicy {
         /// The name asked for.
@@ -95,6 +100,7 @@ impl fmt::Display for Error {
                 "no scenario `{name}` in the catalog and no such file (catalog: {})",
                 known.join(", ")
             ),
+            Error::Serialize { message } => write!(f, "cannot write the scenario: {message}"),
             Error::UnknownPolicy { name, known } => {
                 write!(f, "no policy `{name}` (available: {})", known.join(", "))
             }

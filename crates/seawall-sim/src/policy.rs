@@ -15,12 +15,77 @@ use seawall::budget::{
     Unlimited,
 };
 use seawall::policy::{PolicyConfig, RetryPolicy};
+use serde::{Deserialize, Serialize};
+
+mod schema;
+
+pub use schema::{BackoffKind, BudgetKind, ClientOverride, PolicyOverride};
 
 use crate::error::Error;
-use crate::scenario::{BackoffKind, BudgetKind, ClientOverride, PolicyOverride};
 
-/// The preset names, in the order `--list` shows them.
-pub const PRESETS: [&str; 6] = ["naive", "fixed", "exponential", "jitter", "budget", "seawall"];
+/// A built-in policy (see [`PolicySpec::preset`] for what each sets).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Preset {
+    /// 3 attempts, immediate retries at every layer.
+    Naive,
+    /// 4 attempts, a flat 100 ms.
+    Fixed,
+    /// 4 attempts from 100 ms doubling, no jitter.
+    Exponential,
+    /// 3 attempts, full jitter, no budget.
+    Jitter,
+    /// `Jitter` plus the gRFC A6 token bucket.
+    Budget,
+    /// `Budget` at one owner layer with every rule of seawall.
+    Seawall,
+}
+
+impl Preset {
+    /// Every preset, in the order `--list` shows them.
+    pub const ALL: [Preset; 6] = [
+        Preset::Naive,
+        Preset::Fixed,
+        Preset::Exponential,
+        Preset::Jitter,
+        Preset::Budget,
+        Preset::Seawall,
+    ];
+
+    /// The name in scenario files and on the command line (`naive` … `seawall`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Preset::Naive => "naive",
+            Preset::Fixed => "fixed",
+            Preset::Exponential => "exponential",
+            Preset::Jitter => "jitter",
+            Preset::Budget => "budget",
+            Preset::Seawall => "seawall",
+        }
+    }
+
+    /// The preset of this name, if there is one.
+    pub fn from_name(name: &str) -> Option<Preset> {
+        Preset::ALL.into_iter().find(|p| p.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for Preset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The preset names, in the order `--list` shows them ([`Preset::ALL`] by name).
+pub const PRESETS: [&str; 6] = {
+    let mut names = [""; 6];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = Preset::ALL[i].as_str();
+        i += 1;
+    }
+    names
+};
 
 /// A resolved policy: what every client layer and server does under it.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,9 +147,14 @@ impl PolicySpec {
     /// - `seawall`: `budget` at one owner layer, every other layer failing fast with pushback,
     ///   deadline propagation, cancellation, and servers that shed retries and drop doomed work.
     pub fn preset(name: &str) -> Option<PolicySpec> {
+        Preset::from_name(name).map(PolicySpec::of)
+    }
+
+    /// A built-in preset (the list under [`PolicySpec::preset`]), named as the preset.
+    pub fn of(preset: Preset) -> PolicySpec {
         let ms = Duration::from_millis;
         let mut p = PolicySpec {
-            name: name.to_string(),
+            name: preset.as_str().to_string(),
             attempts: 3,
             backoff: BackoffKind::None,
             base: Duration::ZERO,
@@ -100,22 +170,22 @@ impl PolicySpec {
             edge_client: None,
             tier_clients: BTreeMap::new(),
         };
-        match name {
-            "naive" => {}
-            "fixed" => {
+        match preset {
+            Preset::Naive => {}
+            Preset::Fixed => {
                 (p.attempts, p.backoff, p.base, p.cap) =
                     (4, BackoffKind::Constant, ms(100), ms(100))
             }
-            "exponential" => {
+            Preset::Exponential => {
                 (p.attempts, p.backoff, p.base, p.cap) =
                     (4, BackoffKind::Exponential, ms(100), ms(20_000));
             }
-            "jitter" | "budget" | "seawall" => {
+            Preset::Jitter | Preset::Budget | Preset::Seawall => {
                 (p.backoff, p.base, p.cap) = (BackoffKind::FullJitter, ms(50), ms(20_000));
-                if name != "jitter" {
+                if preset != Preset::Jitter {
                     p.budget = BudgetKind::Grpc;
                 }
-                if name == "seawall" {
+                if preset == Preset::Seawall {
                     p.single_owner = true;
                     p.deadline_propagation = true;
                     p.cancellation = true;
@@ -123,9 +193,8 @@ impl PolicySpec {
                     p.server_protection = true;
                 }
             }
-            _ => return None,
         }
-        Some(p)
+        p
     }
 
     /// Applies a scenario's adjustments; `field` prefixes error messages.

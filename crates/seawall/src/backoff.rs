@@ -108,10 +108,18 @@ impl Backoff {
         multiplier: f64,
     ) -> Result<Self, ConfigError> {
         if base > MAX_BACKOFF {
-            return Err(ConfigError::new("backoff.base", "at most 1 hour", format!("{base:?}")));
+            return Err(ConfigError::out_of_range(
+                "backoff.base",
+                "at most 1 hour",
+                format!("{base:?}"),
+            ));
         }
         if cap > MAX_BACKOFF {
-            return Err(ConfigError::new("backoff.cap", "at most 1 hour", format!("{cap:?}")));
+            return Err(ConfigError::out_of_range(
+                "backoff.cap",
+                "at most 1 hour",
+                format!("{cap:?}"),
+            ));
         }
         let multiplier = check_f64("backoff.multiplier", "in [1, 16]", multiplier, 1.0, 16.0)?;
         Ok(Backoff { jitter, base, throttle_base: base, cap, multiplier })
@@ -125,7 +133,7 @@ impl Backoff {
     /// Sets the base used after a throttling response (429, RESOURCE_EXHAUSTED).
     pub fn with_throttle_base(mut self, base: Duration) -> Result<Self, ConfigError> {
         if base > MAX_BACKOFF {
-            return Err(ConfigError::new(
+            return Err(ConfigError::out_of_range(
                 "backoff.throttle_base",
                 "at most 1 hour",
                 format!("{base:?}"),

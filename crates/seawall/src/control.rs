@@ -56,7 +56,7 @@ impl Control {
     /// Sets the percentage of retries allowed.
     pub fn set_percent(&self, percent: u8) -> Result<(), ConfigError> {
         if percent > 100 {
-            return Err(ConfigError::new("control.percent", "in [0, 100]", percent));
+            return Err(ConfigError::out_of_range("control.percent", "in [0, 100]", percent));
         }
         self.percent.store(percent, Ordering::Relaxed);
         Ok(())

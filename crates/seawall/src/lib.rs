@@ -55,7 +55,7 @@ pub mod policy;
 pub mod rng;
 pub mod time;
 
-pub use error::ConfigError;
+pub use error::{ConfigError, ConfigErrorKind};
 
 /// The types most users need, in one import.
 pub mod prelude {

@@ -1,28 +1,16 @@
 //! `seawall audit GRAPH --simulate FAULT`: hand the audited paths to the simulator and show what
 //! the fault does over time, under the graph's own settings and under seawall's.
 //!
-//! The bridge lives in the CLI because `seawall-audit` depends on the core only (not on the
-//! simulator): it reads the audit's typed graph and path list (never the file again), writes one
-//! scenario per path in the simulator's own TOML format, and lets `Scenario::parse` validate it
-//! like any scenario file.
-//!
-//! Which paths: for every dependency (a service that calls nothing; every path's last service
-//! when the graph has no such leaf), the path into it with the largest worst-case multiplier —
-//! the one the fault hurts most — largest first, at most [`MAX_PATHS`].
+//! The bridge (which paths, their scenarios, the "as configured" policy) is
+//! `seawall_audit::simulate`; this is the glue: run each scenario, write and print the results.
 
 use std::path::Path;
 
 use anyhow::Context as _;
-use seawall_audit::analysis;
 use seawall_audit::model::Graph;
 use seawall_report::Results;
 
-use super::fault::Fault;
-use super::scenario::{self, CONFIGURED, PathScenario};
-
-/// Most paths simulated in one command: each is two full runs, and a table per path beyond a
-/// handful stops being read.
-pub(crate) const MAX_PATHS: usize = 4;
+use seawall_audit::simulate::{self as bridge, CONFIGURED, Fault, PathScenario};
 
 /// What one command asks for.
 pub(crate) struct Request<'a> {
@@ -40,35 +28,6 @@ pub(crate) struct Request<'a> {
     pub(crate) json: bool,
 }
 
-/// The worst path into each dependency, largest multiplier first (see the module docs).
-pub(crate) fn choose(graph: &Graph, only: Option<&str>) -> Vec<Vec<usize>> {
-    let (all, _) = analysis::paths(graph);
-    let worst =
-        |p: &[usize]| p.iter().fold(1u64, |a, &i| a.saturating_mul(graph.hops[i].worst_case()));
-    let last = |p: &[usize]| p.last().map(|&i| graph.hops[i].to.as_str()).unwrap_or_default();
-    let is_leaf = |s: &str| !graph.hops.iter().any(|h| h.from == s);
-    let any_leaf = all.iter().any(|p| is_leaf(last(p)));
-    let mut best: Vec<Vec<usize>> = Vec::new();
-    for p in all {
-        let dep = last(&p);
-        let wanted = match only {
-            Some(name) => dep == name,
-            None => !any_leaf || is_leaf(dep),
-        };
-        if !wanted {
-            continue;
-        }
-        match best.iter_mut().find(|b| last(b) == dep) {
-            Some(b) if worst(&p) > worst(b) => *b = p,
-            Some(_) => {}
-            None => best.push(p),
-        }
-    }
-    best.sort_by(|a, b| worst(b).cmp(&worst(a)).then_with(|| last(a).cmp(last(b))));
-    best.truncate(MAX_PATHS);
-    best
-}
-
 /// Runs the request; returns the text to print.
 pub(crate) fn run(graph: &Graph, req: &Request<'_>) -> anyhow::Result<String> {
     let fault = Fault::parse(req.fault).map_err(anyhow::Error::msg)?;
@@ -80,7 +39,7 @@ pub(crate) fn run(graph: &Graph, req: &Request<'_>) -> anyhow::Result<String> {
             req.duration_s
         );
     }
-    let paths = choose(graph, req.dependency);
+    let paths = bridge::choose(graph, req.dependency);
     if paths.is_empty() {
         match req.dependency {
             Some(d) => anyhow::bail!("--dependency {d}: no path from an entry point reaches it"),
@@ -91,9 +50,9 @@ pub(crate) fn run(graph: &Graph, req: &Request<'_>) -> anyhow::Result<String> {
     let mut text = String::new();
     let mut jsons = Vec::new();
     for p in &paths {
-        let ps = scenario::build(graph, p, &fault, req.duration_s)
+        let ps = bridge::build(graph, p, &fault, req.duration_s)
             .context("the path has no hops to simulate")?;
-        let sc = seawall_sim::Scenario::parse(&format!("{}.toml", ps.dependency), &ps.text, &[])
+        let sc = seawall_sim::Scenario::new(ps.file.clone())
             .with_context(|| format!("cannot simulate {}", ps.label))?;
         let results = seawall_sim::simulate(&sc, &policies, req.seed, &mut |_, _| {})
             .with_context(|| format!("simulating {}", ps.label))?;

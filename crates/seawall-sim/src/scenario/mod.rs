@@ -1,50 +1,69 @@
 //! Scenarios: the TOML schema, strict loading with `--set` overrides, and validation.
+//!
+//! Two types, one on each side of the boundary: [`ScenarioFile`] is the file as written (parsed
+//! strictly, or built in code by a generator and written with [`ScenarioFile::to_toml`]), and
+//! [`Scenario`] is a file that passed every check, the only thing the simulator runs. A
+//! `Scenario` reads like its file (it dereferences to it) but cannot be changed without being
+//! checked again.
 
 mod overrides;
-mod policies;
 mod schema;
 mod validate;
 
-pub use policies::*;
+/// The `[policies.NAME]` tables (defined with the policies, re-exported where the file is read).
+pub use crate::policy::{BackoffKind, BudgetKind, ClientOverride, PolicyOverride};
 pub use schema::*;
 
+use serde::Serialize;
+
 use crate::error::Error;
-use crate::policy::{PRESETS, PolicySpec};
+use crate::policy::{PRESETS, PolicySpec, Preset};
 
-impl Scenario {
-    /// Parses `text` (named `file` in errors), applies `--set KEY=VALUE` overrides in order, and
-    /// validates the result.
-    ///
-    /// ```
-    /// let s = seawall_sim::Scenario::parse(
-    ///     "x.toml",
-    ///     seawall_sim::catalog::get("bronson").unwrap().text,
-    ///     &["edge.rate=140".to_string()],
-    /// ).unwrap();
-    /// assert_eq!(s.edge.rate, 140.0);
-    /// ```
-    pub fn parse(file: &str, text: &str, sets: &[String]) -> Result<Scenario, Error> {
-        let scenario: Scenario = toml::from_str(text).map_err(|e| parse_error(file, text, &e))?;
-        let scenario = if sets.is_empty() {
-            scenario
-        } else {
-            let mut table: toml::Table =
-                toml::from_str(text).map_err(|e| parse_error(file, text, &e))?;
-            for s in sets {
-                overrides::apply(&mut table, s)?;
-            }
-            toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| Error::Override {
-                given: sets.join(" "),
-                message: e.message().to_string(),
-            })?
-        };
-        validate::check(&scenario).map_err(|e| e.in_file(file))?;
-        for (name, o) in &scenario.policies {
-            scenario.resolve_one(name, o).map_err(|e| e.in_file(file))?;
-        }
-        Ok(scenario)
+/// A validated scenario: every number in range, every name resolving, every policy building
+/// through the core's constructors.
+///
+/// Built by [`Scenario::parse`] from TOML text or by [`Scenario::new`] from a [`ScenarioFile`]
+/// made in code; it serializes as its file.
+///
+/// ```
+/// use seawall_sim::Scenario;
+///
+/// let entry = seawall_sim::catalog::get("bronson").unwrap();
+/// let s = Scenario::parse(entry.name, entry.text, &[]).unwrap();
+/// let mut file = s.as_file().clone();
+/// file.edge.rate = 140.0;
+/// let faster = Scenario::new(file.clone()).unwrap();
+/// assert_eq!(faster.edge.rate, 140.0);
+/// // Written and read back, it is the same scenario.
+/// let text = faster.to_toml().unwrap();
+/// assert_eq!(Scenario::parse("again.toml", &text, &[]).unwrap(), faster);
+/// // A value out of range does not validate.
+/// file.edge.rate = -1.0;
+/// assert!(Scenario::new(file).is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct Scenario {
+    file: ScenarioFile,
+}
+
+impl std::ops::Deref for Scenario {
+    type Target = ScenarioFile;
+
+    fn deref(&self) -> &ScenarioFile {
+        &self.file
     }
+}
 
+impl TryFrom<ScenarioFile> for Scenario {
+    type Error = Error;
+
+    fn try_from(file: ScenarioFile) -> Result<Scenario, Error> {
+        Scenario::new(file)
+    }
+}
+
+impl ScenarioFile {
     /// The tiers tier `i` calls, by index. In a file where no tier names its `calls`, each
     /// calls the next (a chain); once one does, the calls are explicit and a tier without
     /// `calls` calls nothing. Validation has checked that every name exists and comes later.
@@ -59,8 +78,16 @@ impl Scenario {
         }
     }
 
-    /// Names of the policies this scenario can run: the presets, then its own.
-    pub fn policy_names(&self) -> Vec<String> {
+    /// The file as TOML text, in the schema [`Scenario::parse`] reads.
+    ///
+    /// Fails only on what TOML cannot hold (a herd of more than `i64::MAX` clients), which a
+    /// validated [`Scenario`] never has.
+    pub fn to_toml(&self) -> Result<String, Error> {
+        toml::to_string(self).map_err(|e| Error::Serialize { message: e.to_string() })
+    }
+
+    /// Names of the presets, then this file's own policies.
+    pub(crate) fn names(&self) -> Vec<String> {
         let mut v: Vec<String> = PRESETS.iter().map(|s| s.to_string()).collect();
         for k in self.policies.keys() {
             if !v.contains(k) {
@@ -69,12 +96,74 @@ impl Scenario {
         }
         v
     }
+}
+
+impl Scenario {
+    /// Parses `text` (named `file` in errors), applies `--set KEY=VALUE` overrides in order, and
+    /// validates the result.
+    ///
+    /// ```
+    /// let s = seawall_sim::Scenario::parse(
+    ///     "x.toml",
+    ///     seawall_sim::catalog::get("bronson").unwrap().text,
+    ///     &["edge.rate=140".to_string()],
+    /// ).unwrap();
+    /// assert_eq!(s.edge.rate, 140.0);
+    /// ```
+    pub fn parse(file: &str, text: &str, sets: &[String]) -> Result<Scenario, Error> {
+        let raw: ScenarioFile = toml::from_str(text).map_err(|e| parse_error(file, text, &e))?;
+        let raw = if sets.is_empty() {
+            raw
+        } else {
+            let mut table: toml::Table =
+                toml::from_str(text).map_err(|e| parse_error(file, text, &e))?;
+            for s in sets {
+                overrides::apply(&mut table, s)?;
+            }
+            toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| Error::Override {
+                given: sets.join(" "),
+                message: e.message().to_string(),
+            })?
+        };
+        Scenario::new(raw).map_err(|e| e.in_file(file))
+    }
+
+    /// Validates a scenario built in code (or deserialized by other means): the same checks as
+    /// [`Scenario::parse`], with errors naming the field path.
+    pub fn new(file: ScenarioFile) -> Result<Scenario, Error> {
+        validate::check(&file)?;
+        let scenario = Scenario { file };
+        for (name, o) in &scenario.policies {
+            scenario.resolve_one(name, o)?;
+        }
+        Ok(scenario)
+    }
+
+    /// The file this scenario was validated from.
+    pub fn as_file(&self) -> &ScenarioFile {
+        &self.file
+    }
+
+    /// The file, to change and validate again.
+    pub fn into_file(self) -> ScenarioFile {
+        self.file
+    }
+
+    /// The scenario as TOML text (see [`ScenarioFile::to_toml`]).
+    pub fn to_toml(&self) -> Result<String, Error> {
+        self.file.to_toml()
+    }
+
+    /// Names of the policies this scenario can run: the presets, then its own.
+    pub fn policy_names(&self) -> Vec<String> {
+        self.file.names()
+    }
 
     fn resolve_one(&self, name: &str, o: &PolicyOverride) -> Result<PolicySpec, Error> {
-        let base = o.base.as_deref().unwrap_or(name);
-        let mut spec = PolicySpec::preset(base).ok_or_else(|| {
-            Error::invalid(format!("policies.{name}.base"), format!("one of {PRESETS:?}"), base)
+        let base = o.base.or_else(|| Preset::from_name(name)).ok_or_else(|| {
+            Error::invalid(format!("policies.{name}.base"), format!("one of {PRESETS:?}"), name)
         })?;
+        let mut spec = PolicySpec::of(base);
         spec.name = name.to_string();
         let spec = spec.apply(o, &format!("policies.{name}"))?;
         self.check_clients(name, &spec)?;
@@ -194,6 +283,25 @@ service = { mean_ms = 5 }
         assert!(Scenario::parse("m.toml", MINI, &["edge.rtae=1".into()]).is_err());
         assert!(Scenario::parse("m.toml", MINI, &["edge.rate=fast".into()]).is_err());
         assert!(Scenario::parse("m.toml", MINI, &["edge.rate=-5".into()]).is_err());
+    }
+
+    #[test]
+    fn a_policy_base_is_a_preset_by_name() {
+        let ok = format!("{MINI}[policies.mine]\nbase = \"exponential\"\nattempts = 2\n");
+        let s = Scenario::parse("m.toml", &ok, &[]).unwrap();
+        assert_eq!(s.policies["mine"].base, Some(Preset::Exponential));
+        assert_eq!(s.policy("mine").unwrap().backoff, BackoffKind::Exponential);
+        let bad = ok.replace("exponential", "expo");
+        let e = Scenario::parse("m.toml", &bad, &[]).unwrap_err();
+        assert!(matches!(&e, Error::Parse { line: Some(13), .. }), "{e:?}");
+        // Without a base, the policy's name must be a preset's.
+        let nameless = format!("{MINI}[policies.mine]\nattempts = 2\n");
+        let e = Scenario::parse("m.toml", &nameless, &[]).unwrap_err().to_string();
+        assert!(e.contains("policies.mine.base"), "{e}");
+        for p in Preset::ALL {
+            assert_eq!(Preset::from_name(p.as_str()), Some(p));
+            assert_eq!(PolicySpec::preset(p.as_str()).unwrap().name, p.as_str());
+        }
     }
 
     #[test]

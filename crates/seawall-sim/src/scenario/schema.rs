@@ -1,17 +1,20 @@
 //! The TOML schema of a scenario file, field by field (see `SCENARIOS.md` for a guide).
 //!
 //! Every table denies unknown fields, so a typo is an error with its line, not a silent default.
+//! [`ScenarioFile`] is the file as written (it serializes back to TOML, so a generator builds it
+//! in code); [`Scenario`](super::Scenario) is one that passed validation.
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use super::policies::PolicyOverride;
+use crate::policy::PolicyOverride;
 
-/// A whole scenario file.
-#[derive(Debug, Clone, Deserialize)]
+/// A whole scenario file, as written: not yet validated. [`Scenario::new`](super::Scenario::new)
+/// checks it; [`ScenarioFile::to_toml`] writes it.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct Scenario {
+pub struct ScenarioFile {
     /// Short name (`bronson`); used for the default output folder.
     pub name: String,
     /// One line on what the scenario shows.
@@ -28,10 +31,10 @@ pub struct Scenario {
     #[serde(rename = "tier")]
     pub tiers: Vec<Tier>,
     /// Faults injected into tiers.
-    #[serde(default, rename = "fault")]
+    #[serde(default, rename = "fault", skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FaultSpec>,
     /// Policies defined or adjusted by this scenario, by name.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub policies: BTreeMap<String, PolicyOverride>,
 }
 
@@ -40,20 +43,20 @@ fn default_pair() -> Vec<String> {
 }
 
 /// Open-loop edge traffic and the edge client (the user or the mobile app).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Edge {
     /// Steady Poisson arrival rate, requests per second.
     #[serde(default)]
     pub rate: f64,
     /// Changes of the steady rate: linear ramps between points (`{ at_s, rate }`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ramp: Vec<RatePoint>,
     /// Extra traffic added for a window (a spike that is not a storm).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub spike: Vec<Spike>,
     /// Herds: many clients arriving at once or over a window.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub herd: Vec<Herd>,
     /// Deadline of each logical request at the edge, milliseconds.
     pub deadline_ms: f64,
@@ -62,10 +65,10 @@ pub struct Edge {
     #[serde(default)]
     pub retries: bool,
     /// Per-attempt timeout of the edge client, milliseconds (default: the deadline).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<f64>,
     /// Users who retry by hand after a failure.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refresh: Option<Refresh>,
     /// Instances of the edge client (apps, gateways), each with its own policy state: budget,
     /// breaker, jitter stream. Edge requests are spread over them uniformly at random.
@@ -74,7 +77,7 @@ pub struct Edge {
 }
 
 /// A point of the steady rate's piecewise-linear profile.
-#[derive(Debug, Clone, Copy, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RatePoint {
     /// Seconds from the start.
@@ -84,7 +87,7 @@ pub struct RatePoint {
 }
 
 /// Extra arrivals at a constant rate within a window.
-#[derive(Debug, Clone, Copy, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Spike {
     /// Start, seconds.
@@ -96,7 +99,7 @@ pub struct Spike {
 }
 
 /// N clients arriving together (spread 0) or uniformly over a window.
-#[derive(Debug, Clone, Copy, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Herd {
     /// When the first client arrives, seconds.
@@ -110,7 +113,7 @@ pub struct Herd {
 }
 
 /// Users who try again by hand after a failed or late answer (the tatkal rush).
-#[derive(Debug, Clone, Copy, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Refresh {
     /// Probability that a failed user tries again.
@@ -127,7 +130,7 @@ fn one() -> u32 {
 }
 
 /// One tier: a server, and (unless it is the bottom) a client of the next tier.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Tier {
     /// Name (`db`).
@@ -143,10 +146,10 @@ pub struct Tier {
     pub service: Service,
     /// Slowdown under load: above an arrival rate (Bronson et al.: ~10× above 300 QPS) or above
     /// an amount of work in the system.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub degrade: Option<Degrade>,
     /// Per-attempt timeout of this tier's client of the next tier, milliseconds.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<f64>,
     /// Whether retry presets apply to this tier's client (false: always one attempt).
     #[serde(default = "yes")]
@@ -176,7 +179,7 @@ pub struct Tier {
 }
 
 /// How a tier with several dependencies calls them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FanOut {
     /// One after another; the first failure fails the request and the rest are not called.
@@ -188,7 +191,7 @@ pub enum FanOut {
 }
 
 /// How a load balancer picks a replica for each attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Balance {
     /// Each replica in turn (Envoy's default `ROUND_ROBIN`).
@@ -205,23 +208,26 @@ fn yes() -> bool {
     true
 }
 
-/// 10,000 queued requests: large enough never to bind in the catalog's healthy states.
+/// A tier's queue bound when the file gives none: 10,000 queued requests, large enough never to
+/// bind in the catalog's healthy states.
+pub const DEFAULT_QUEUE_LIMIT: u32 = 10_000;
+
 fn default_queue_limit() -> u32 {
-    10_000
+    DEFAULT_QUEUE_LIMIT
 }
 
 /// A service-time distribution.
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Service {
     /// Exponential with this mean, milliseconds (used when `p50_ms` is absent).
     #[serde(default)]
     pub mean_ms: f64,
     /// Log-normal median, milliseconds (with `p99_ms`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p50_ms: Option<f64>,
     /// Log-normal 99th percentile, milliseconds.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p99_ms: Option<f64>,
 }
 
@@ -234,25 +240,25 @@ pub struct Service {
 ///   starting) exceeds it — a server that slows on what it *holds*, which admission control
 ///   bounds. With `full_in_system` the slowdown ramps linearly from 1× at `above_in_system` to
 ///   `factor` at `full_in_system` instead of stepping.
-#[derive(Debug, Clone, Copy, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Degrade {
     /// Arrival-rate trigger, arrivals per second.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub above_rps: Option<f64>,
     /// Work-in-system trigger, requests queued plus in service.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub above_in_system: Option<u32>,
     /// Work in system at which the full `factor` applies (a linear ramp from
     /// `above_in_system`); absent: a step at `above_in_system`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub full_in_system: Option<u32>,
     /// Slowdown factor.
     pub factor: f64,
 }
 
 /// What kind of fault.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FaultKind {
     /// Requests are held (no service starts) or fail at once, for the window.
@@ -266,7 +272,7 @@ pub enum FaultKind {
 }
 
 /// How an outage treats requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum OutageMode {
     /// Requests queue but nothing is served (a hung dependency).
@@ -277,7 +283,7 @@ pub enum OutageMode {
 }
 
 /// One fault.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FaultSpec {
     /// The kind.
@@ -292,18 +298,48 @@ pub struct FaultSpec {
     #[serde(default)]
     pub mode: OutageMode,
     /// Latency: median, milliseconds.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p50_ms: Option<f64>,
     /// Latency: 99th percentile, milliseconds.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p99_ms: Option<f64>,
     /// Capacity: fraction of workers left, in [0, 1].
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<f64>,
     /// Restart: service-time factor while cold.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cold_factor: Option<f64>,
     /// The replica it hits, by index from 0 (absent: every replica of the tier).
     #[serde(default)]
     pub replica: Option<u32>,
+}
+
+impl FaultSpec {
+    /// A fault of `kind` on `tier` from `start_s` for `duration_s`, every kind's own setting
+    /// unset (and an outage holding): set the one its kind needs with struct update syntax.
+    ///
+    /// ```
+    /// use seawall_sim::scenario::{FaultKind, FaultSpec};
+    ///
+    /// let slow = FaultSpec {
+    ///     p50_ms: Some(240.0),
+    ///     p99_ms: Some(600.0),
+    ///     ..FaultSpec::new(FaultKind::Latency, "db", 10.0, 30.0)
+    /// };
+    /// assert_eq!(slow.tier, "db");
+    /// ```
+    pub fn new(kind: FaultKind, tier: impl Into<String>, start_s: f64, duration_s: f64) -> Self {
+        FaultSpec {
+            kind,
+            tier: tier.into(),
+            start_s,
+            duration_s,
+            mode: OutageMode::Hold,
+            p50_ms: None,
+            p99_ms: None,
+            capacity: None,
+            cold_factor: None,
+            replica: None,
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! Range and consistency checks of a parsed scenario, so the engine never sees a NaN rate or a
 //! fault on a tier that does not exist.
 
-use super::schema::{Degrade, FaultKind, Scenario, Service};
+use super::schema::{Degrade, FaultKind, ScenarioFile, Service};
 use crate::error::Error;
 
 fn num(field: &str, v: f64, lo: f64, hi: f64) -> Result<(), Error> {
@@ -68,7 +68,7 @@ fn instances(field: &str, n: u32) -> Result<(), Error> {
 pub(crate) const MAX_REPLICAS: u32 = 1_000;
 
 /// Checks every number and name; the first problem is returned.
-pub(super) fn check(s: &Scenario) -> Result<(), Error> {
+pub(super) fn check(s: &ScenarioFile) -> Result<(), Error> {
     num("duration_s", s.duration_s, 1.0, 86_400.0)?;
     let e = &s.edge;
     num("edge.rate", e.rate, 0.0, 10_000_000.0)?;
@@ -205,7 +205,7 @@ pub(super) fn check(s: &Scenario) -> Result<(), Error> {
         }
     }
     for p in &s.default_policies {
-        if !s.policy_names().contains(p) {
+        if !s.names().contains(p) {
             return Err(Error::invalid("default_policies", "preset or [policies.*] names", p));
         }
     }

@@ -89,12 +89,29 @@ pub struct ClientMetrics {
     duration: Durations,
     /// The OpenTelemetry duration histogram, once [`register_otel`](Self::register_otel)ed.
     #[cfg(feature = "otel")]
-    pub(crate) otel_duration: std::sync::OnceLock<crate::client::otel::Duration>,
+    pub(crate) otel_duration: std::sync::OnceLock<OtelDuration>,
 }
 
 impl Default for ClientMetrics {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// The OpenTelemetry duration histogram of one registered [`ClientMetrics`], with its
+/// attributes: fed here on each success, built by `client::otel` (which reads these metrics, so
+/// the type lives on this side).
+#[cfg(feature = "otel")]
+#[derive(Debug)]
+pub(crate) struct OtelDuration {
+    pub(crate) histogram: opentelemetry::metrics::Histogram<f64>,
+    pub(crate) attributes: Box<[opentelemetry::KeyValue]>,
+}
+
+#[cfg(feature = "otel")]
+impl OtelDuration {
+    fn record(&self, took: Duration) {
+        self.histogram.record(took.as_secs_f64(), &self.attributes);
     }
 }
 

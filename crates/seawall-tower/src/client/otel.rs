@@ -65,7 +65,7 @@ use std::sync::{Arc, Weak};
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::Meter;
 
-use crate::client::metrics::ClientMetrics;
+use crate::client::metrics::{ClientMetrics, OtelDuration};
 
 /// Logical calls started (observable counter, `{call}`).
 pub const CALL_STARTED: &str = "seawall.client.call.started";
@@ -87,19 +87,6 @@ pub const CALL_DURATION: &str = "seawall.client.call.duration";
 const DURATION_BOUNDARIES: [f64; 14] =
     [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0];
 
-/// The duration histogram of one registered [`ClientMetrics`], with its attributes.
-#[derive(Debug)]
-pub(crate) struct Duration {
-    histogram: opentelemetry::metrics::Histogram<f64>,
-    attributes: Box<[KeyValue]>,
-}
-
-impl Duration {
-    pub(crate) fn record(&self, took: std::time::Duration) {
-        self.histogram.record(took.as_secs_f64(), &self.attributes);
-    }
-}
-
 impl ClientMetrics {
     /// Registers instruments on `meter` that report these metrics, under the names in the
     /// [`otel`](crate::client::otel) module docs, each measurement carrying `attributes` (e.g.
@@ -116,7 +103,7 @@ impl ClientMetrics {
             .build();
         let _ = self
             .otel_duration
-            .set(Duration { histogram, attributes: base.iter().cloned().collect() });
+            .set(OtelDuration { histogram, attributes: base.iter().cloned().collect() });
         let plain = |read: fn(&ClientMetrics) -> u64| {
             let (m, attrs) = (Arc::downgrade(self), base.clone());
             move |o: &dyn opentelemetry::metrics::AsyncInstrument<u64>| {

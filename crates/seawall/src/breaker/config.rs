@@ -39,7 +39,11 @@ impl BreakerConfig {
     /// Open after this many consecutive failures (0 disables the rule; at most 10,000).
     pub fn with_consecutive_failures(mut self, n: u32) -> Result<Self, ConfigError> {
         if n > 10_000 {
-            return Err(ConfigError::new("breaker.consecutive_failures", "in [0, 10000]", n));
+            return Err(ConfigError::out_of_range(
+                "breaker.consecutive_failures",
+                "in [0, 10000]",
+                n,
+            ));
         }
         self.consecutive_failures = n;
         Ok(self)
@@ -57,7 +61,11 @@ impl BreakerConfig {
         self.failure_rate =
             check_f64("breaker.failure_rate", "in (0, 1]", rate, f64::MIN_POSITIVE, 1.0)?;
         if window < Duration::from_secs(1) || window > Duration::from_secs(3600) {
-            return Err(ConfigError::new("breaker.window", "in [1 s, 1 h]", format!("{window:?}")));
+            return Err(ConfigError::out_of_range(
+                "breaker.window",
+                "in [1 s, 1 h]",
+                format!("{window:?}"),
+            ));
         }
         self.window = window;
         self.min_calls = min_calls;
@@ -74,18 +82,15 @@ impl BreakerConfig {
     ) -> Result<Self, ConfigError> {
         let ok = |d: Duration| d >= Duration::from_millis(1) && d <= Duration::from_secs(3600);
         if !ok(open_for) {
-            return Err(ConfigError::new(
+            return Err(ConfigError::out_of_range(
                 "breaker.open_for",
                 "in [1 ms, 1 h]",
                 format!("{open_for:?}"),
             ));
         }
         if !ok(max_open) || max_open < open_for {
-            return Err(ConfigError::new(
-                "breaker.max_open",
-                "in [open_for, 1 h]",
-                format!("{max_open:?}"),
-            ));
+            let e = if ok(max_open) { ConfigError::conflict } else { ConfigError::out_of_range };
+            return Err(e("breaker.max_open", "in [open_for, 1 h]", format!("{max_open:?}")));
         }
         self.open_jitter = check_f64("breaker.open_jitter", "in [0, 1)", jitter, 0.0, 0.999)?;
         self.open_for = open_for;
@@ -102,9 +107,9 @@ impl BreakerConfig {
     ) -> Result<Self, ConfigError> {
         self.probes = NonZeroU32::new(probes)
             .filter(|p| p.get() <= 1000)
-            .ok_or_else(|| ConfigError::new("breaker.probes", "in [1, 1000]", probes))?;
+            .ok_or_else(|| ConfigError::out_of_range("breaker.probes", "in [1, 1000]", probes))?;
         if probe_timeout < Duration::from_millis(1) || probe_timeout > Duration::from_secs(3600) {
-            return Err(ConfigError::new(
+            return Err(ConfigError::out_of_range(
                 "breaker.probe_timeout",
                 "in [1 ms, 1 h]",
                 format!("{probe_timeout:?}"),

@@ -78,7 +78,11 @@ impl AdaptiveThrottle {
     /// refuse requests the backend accepts).
     pub fn new(window: Duration, k: f64) -> Result<Self, ConfigError> {
         if window < Duration::from_secs(1) || window > Duration::from_secs(3600) {
-            return Err(ConfigError::new("budget.window", "in [1 s, 1 h]", format!("{window:?}")));
+            return Err(ConfigError::out_of_range(
+                "budget.window",
+                "in [1 s, 1 h]",
+                format!("{window:?}"),
+            ));
         }
         let k = check_f64("budget.k", "in [1, 10]", k, 1.0, 10.0)?;
         let slot_nanos = u64::try_from(window.as_nanos()).unwrap_or(u64::MAX) / u64::from(SLOTS);

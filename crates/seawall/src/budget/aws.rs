@@ -98,7 +98,7 @@ impl AwsRetryQuota {
     /// capacity be configured; 500 is their default).
     pub fn with_capacity(capacity: u32, costs: AwsRetryCosts) -> Result<Self, ConfigError> {
         if capacity == 0 || capacity > Self::MAX_CAPACITY {
-            return Err(ConfigError::new("budget.capacity", "in [1, 1000000]", capacity));
+            return Err(ConfigError::out_of_range("budget.capacity", "in [1, 1000000]", capacity));
         }
         Ok(AwsRetryQuota { tokens: AtomicU32::new(capacity), capacity, costs })
     }

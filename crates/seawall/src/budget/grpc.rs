@@ -37,7 +37,7 @@ impl GrpcThrottle {
     /// rounded to three decimals, at least 0.001) per success.
     pub fn new(max_tokens: u32, token_ratio: f64) -> Result<Self, ConfigError> {
         if max_tokens == 0 || max_tokens > 1000 {
-            return Err(ConfigError::new("budget.max_tokens", "in (0, 1000]", max_tokens));
+            return Err(ConfigError::out_of_range("budget.max_tokens", "in (0, 1000]", max_tokens));
         }
         let ratio =
             check_f64("budget.token_ratio", "in [0.001, 1000]", token_ratio, 0.001, 1000.0)?;

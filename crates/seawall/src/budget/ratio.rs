@@ -93,10 +93,14 @@ impl RatioBudget {
         ratio: f64,
     ) -> Result<Self, ConfigError> {
         if window < Duration::from_secs(1) || window > Duration::from_secs(60) {
-            return Err(ConfigError::new("budget.window", "in [1 s, 60 s]", format!("{window:?}")));
+            return Err(ConfigError::out_of_range(
+                "budget.window",
+                "in [1 s, 60 s]",
+                format!("{window:?}"),
+            ));
         }
         if min_retries_per_sec > Self::MAX_MIN_PER_SEC {
-            return Err(ConfigError::new(
+            return Err(ConfigError::out_of_range(
                 "budget.min_retries_per_sec",
                 "in [0, 1000000]",
                 min_retries_per_sec,
@@ -104,7 +108,7 @@ impl RatioBudget {
         }
         let ratio = check_f64("budget.ratio", "0 or in [0.001, 1000]", ratio, 0.0, 1000.0)?;
         if ratio > 0.0 && ratio < 0.001 {
-            return Err(ConfigError::new("budget.ratio", "0 or in [0.001, 1000]", ratio));
+            return Err(ConfigError::out_of_range("budget.ratio", "0 or in [0.001, 1000]", ratio));
         }
         let window_ms = window.as_millis() as u64; // ≤ 60 000
         Ok(RatioBudget {

@@ -79,12 +79,12 @@ impl PolicyConfig {
     /// Attempts per call including the first, in `[1, 10]`. Setting it on a fail-fast config is
     /// an error unless it is 1.
     pub fn with_max_attempts(mut self, n: u32) -> Result<Self, ConfigError> {
-        if n == 0 || n > MAX_ATTEMPTS || (self.role == Role::FailFast && n != 1) {
-            return Err(ConfigError::new(
-                "policy.max_attempts",
-                "in [1, 10] (exactly 1 for a fail-fast layer)",
-                n,
-            ));
+        let allowed = "in [1, 10] (exactly 1 for a fail-fast layer)";
+        if n == 0 || n > MAX_ATTEMPTS {
+            return Err(ConfigError::out_of_range("policy.max_attempts", allowed, n));
+        }
+        if self.role == Role::FailFast && n != 1 {
+            return Err(ConfigError::conflict("policy.max_attempts", allowed, n));
         }
         self.max_attempts = n;
         Ok(self)
@@ -100,7 +100,7 @@ impl PolicyConfig {
     /// and the time left before the deadline.
     pub fn with_per_try_timeout(mut self, t: Duration) -> Result<Self, ConfigError> {
         if t < Duration::from_millis(1) || t > Duration::from_secs(3600) {
-            return Err(ConfigError::new(
+            return Err(ConfigError::out_of_range(
                 "policy.per_try_timeout",
                 "in [1 ms, 1 h]",
                 format!("{t:?}"),
@@ -113,7 +113,11 @@ impl PolicyConfig {
     /// No attempt starts with less than this left before the deadline (0 to 60 s).
     pub fn with_min_time_left(mut self, t: Duration) -> Result<Self, ConfigError> {
         if t > Duration::from_secs(60) {
-            return Err(ConfigError::new("policy.min_time_left", "in [0, 60 s]", format!("{t:?}")));
+            return Err(ConfigError::out_of_range(
+                "policy.min_time_left",
+                "in [0, 60 s]",
+                format!("{t:?}"),
+            ));
         }
         self.min_time_left = t;
         Ok(self)
@@ -123,7 +127,11 @@ impl PolicyConfig {
     /// server hint longer than this makes the call give up instead of retrying early.
     pub fn with_max_wait(mut self, t: Duration) -> Result<Self, ConfigError> {
         if t > Duration::from_secs(3600) {
-            return Err(ConfigError::new("policy.max_wait", "in [0, 1 h]", format!("{t:?}")));
+            return Err(ConfigError::out_of_range(
+                "policy.max_wait",
+                "in [0, 1 h]",
+                format!("{t:?}"),
+            ));
         }
         self.max_wait = t;
         Ok(self)

@@ -3,13 +3,13 @@
 
 use std::path::Path;
 
-use seawall_audit::graph;
+use crate::graph;
 use seawall_sim::scenario::{BackoffKind, BudgetKind};
 
+use super::choose;
 use super::fault::Fault;
 use super::layout::{ServiceTime, layout};
 use super::scenario::{self, CONFIGURED};
-use super::simulate::choose;
 
 const GRAPH: &str = r#"
 [services.mobile]
@@ -58,7 +58,7 @@ place = "app"
 attempts = 2
 "#;
 
-fn g() -> seawall_audit::model::Graph {
+fn g() -> crate::model::Graph {
     graph::parse(Path::new("t.toml"), GRAPH).unwrap()
 }
 
@@ -95,7 +95,7 @@ fn every_place_keeps_its_own_settings() {
     let fault = Fault::parse("outage:5@2").unwrap();
     let ps = scenario::build(&g, path, &fault, 10.0).unwrap();
     assert_eq!((ps.audited_worst, ps.simulated_worst), (27, 27));
-    let sc = seawall_sim::Scenario::parse("t", &ps.text, &[]).unwrap();
+    let sc = seawall_sim::Scenario::new(ps.file.clone()).unwrap();
     assert_eq!(sc.tiers.len(), 3);
     assert_eq!(sc.faults.len(), 2, "the outage, then a cold restart");
     let policy = sc.policy(CONFIGURED).unwrap();
@@ -130,7 +130,7 @@ fn the_product_of_the_places_is_the_audited_worst_case() {
     let path = &choose(&g, Some("cache"))[0];
     for f in ["fail:1", "slow:1", "gc:1"] {
         let ps = scenario::build(&g, path, &Fault::parse(f).unwrap(), 5.0).unwrap();
-        let sc = seawall_sim::Scenario::parse("t", &ps.text, &[]).unwrap();
+        let sc = seawall_sim::Scenario::new(ps.file.clone()).unwrap();
         assert_eq!((ps.audited_worst, ps.simulated_worst), (6, 6), "{f}");
         let policy = sc.policy(CONFIGURED).unwrap();
         assert_eq!(policy.edge_client.as_ref().unwrap().attempts, Some(3), "{f}");
@@ -146,7 +146,7 @@ fn budgets_differing_from_the_cores_defaults_are_said() {
     let g = graph::parse(Path::new("t.toml"), &text).unwrap();
     let path = &choose(&g, Some("db"))[0];
     let ps = scenario::build(&g, path, &Fault::parse("fail:1").unwrap(), 5.0).unwrap();
-    let sc = seawall_sim::Scenario::parse("t", &ps.text, &[]).unwrap();
+    let sc = seawall_sim::Scenario::new(ps.file.clone()).unwrap();
     let sdk = &sc.policy(CONFIGURED).unwrap().tier_clients["api/sdk"];
     assert_eq!(sdk.budget, Some(BudgetKind::Ratio));
     assert!(
@@ -165,9 +165,12 @@ fn checkout_database_without_the_sdk_quota_reaches_27() {
     let g = graph::load(&p).unwrap();
     let path = &choose(&g, Some("database"))[0];
     let ps = scenario::build(&g, path, &Fault::parse("fail:5@5").unwrap(), 20.0).unwrap();
-    assert!(ps.text.contains("budget = \"aws\""), "{}", ps.text);
-    let text = ps.text.replace("budget = \"aws\"", "budget = \"none\"");
-    let sc = seawall_sim::Scenario::parse("t", &text, &[]).unwrap();
+    let mut file = ps.file;
+    let layers = file.policies.get_mut(CONFIGURED).unwrap().tier.values_mut();
+    let mut quotas: Vec<_> = layers.filter(|c| c.budget == Some(BudgetKind::Aws)).collect();
+    assert_eq!(quotas.len(), 1, "one AWS quota");
+    quotas[0].budget = Some(BudgetKind::None);
+    let sc = seawall_sim::Scenario::new(file).unwrap();
     let r = seawall_sim::simulate(&sc, &[CONFIGURED.to_string()], 1, &mut |_, _| {}).unwrap();
     let peak = r.runs[0].peak_amplification;
     assert!((26.0..=27.5).contains(&peak), "peak {peak}");

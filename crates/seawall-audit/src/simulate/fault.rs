@@ -8,11 +8,11 @@ use std::fmt;
 
 /// When the fault starts if `@START` is not given, seconds into the run: long enough for the
 /// run to show a healthy baseline first.
-pub(crate) const DEFAULT_START_S: f64 = 10.0;
+pub const DEFAULT_START_S: f64 = 10.0;
 
 /// What goes wrong at the dependency.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FaultKind {
+pub enum FaultKind {
     /// The dependency hangs: requests queue and nothing is served.
     Outage,
     /// Every request to the dependency fails at once (a database failing fast).
@@ -24,17 +24,17 @@ pub(crate) enum FaultKind {
 }
 
 /// How much slower `slow` makes the dependency: an index slowdown (p50 40 → 240 ms).
-pub(crate) const SLOW_FACTOR: f64 = 6.0;
+pub const SLOW_FACTOR: f64 = 6.0;
 
 /// A parsed FAULT.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Fault {
+pub struct Fault {
     /// What goes wrong.
-    pub(crate) kind: FaultKind,
+    pub kind: FaultKind,
     /// How long, seconds.
-    pub(crate) duration_s: f64,
+    pub duration_s: f64,
     /// When it starts, seconds into the run.
-    pub(crate) start_s: f64,
+    pub start_s: f64,
 }
 
 const EXPECTED: &str = "KIND:SECONDS[@START] with KIND one of outage, fail, slow, gc \
@@ -42,7 +42,7 @@ const EXPECTED: &str = "KIND:SECONDS[@START] with KIND one of outage, fail, slow
 
 impl Fault {
     /// Parses `KIND:SECONDS[@START]`.
-    pub(crate) fn parse(text: &str) -> Result<Fault, String> {
+    pub fn parse(text: &str) -> Result<Fault, String> {
         let bad = |why: &str| format!("--simulate {text:?}: {why}; expected {EXPECTED}");
         let (kind, rest) = text.split_once(':').ok_or_else(|| bad("no ':'"))?;
         let kind = match kind.trim() {
@@ -73,7 +73,7 @@ impl Fault {
     }
 
     /// The end of the fault, seconds into the run.
-    pub(crate) fn end_s(&self) -> f64 {
+    pub fn end_s(&self) -> f64 {
         self.start_s + self.duration_s
     }
 }

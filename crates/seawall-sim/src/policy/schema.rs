@@ -3,10 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Backoff shape of a policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum BackoffKind {
     /// Retry at once.
@@ -20,7 +20,7 @@ pub enum BackoffKind {
 }
 
 /// Budget of a policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum BudgetKind {
     /// Unlimited retries within the attempt cap.
@@ -39,41 +39,55 @@ pub enum BudgetKind {
 }
 
 /// A scenario's policy: every field optional, applied over `base` (a preset).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyOverride {
     /// The preset to start from (default: the preset of the same name).
-    pub base: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base: Option<super::Preset>,
     /// Attempts per call including the first.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub attempts: Option<u32>,
     /// Backoff shape.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub backoff: Option<BackoffKind>,
     /// Backoff base, milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub base_ms: Option<f64>,
     /// Backoff cap, milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cap_ms: Option<f64>,
     /// Retry budget of every retrying layer.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetKind>,
     /// Only the top retrying layer retries; the others fail fast.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub single_owner: Option<bool>,
     /// Lower tiers receive the edge deadline.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub deadline_propagation: Option<bool>,
     /// A timed-out attempt is cancelled downstream.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cancellation: Option<bool>,
     /// Give-ups are passed upward as "overloaded; don't retry".
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pushback: Option<bool>,
     /// Servers serve first attempts first, shed retries when the queue is long, drop doomed work.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub server_protection: Option<bool>,
     /// Clients act on server hints: a shed answer's `Retry-After`, a fail-fast tier's "don't
     /// retry" (default true; false shows what the hints are worth).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub honour_hints: Option<bool>,
     /// Replaces every herd's spread (the clients' reconnect jitter), seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub herd_spread_s: Option<f64>,
     /// The edge client's own settings under this policy (`[policies.NAME.edge]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub edge: Option<ClientOverride>,
     /// Tier clients' own settings under this policy, by the calling tier's name
     /// (`[policies.NAME.tier.TIER]`: that tier's client of the next tier).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tier: BTreeMap<String, ClientOverride>,
 }
 
@@ -83,19 +97,25 @@ pub struct PolicyOverride {
 ///
 /// Whether the layer retries at all (`retries` of the tier or edge) and who owns retries under
 /// `single_owner` do not change.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClientOverride {
     /// Attempts per call including the first.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub attempts: Option<u32>,
     /// Backoff shape.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub backoff: Option<BackoffKind>,
     /// Backoff base, milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub base_ms: Option<f64>,
     /// Backoff cap, milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cap_ms: Option<f64>,
     /// Retry budget of this layer.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetKind>,
     /// Per-attempt timeout, milliseconds (replaces the tier's or edge's `timeout_ms`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<f64>,
 }

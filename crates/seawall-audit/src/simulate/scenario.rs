@@ -1,5 +1,5 @@
-//! One audited path as a simulator scenario (TOML text, validated by `Scenario::parse`) and the
-//! "as configured" policy, with every assumption written down as a note.
+//! One audited path as a simulator scenario (a `ScenarioFile` built in code, validated by
+//! `Scenario::new`) and the "as configured" policy, with every assumption written down as a note.
 //!
 //! The configured policy gives every client layer its own settings (`[policies.P.edge]`,
 //! `[policies.P.tier.TIER]`, crates/seawall-sim/SCENARIOS.md): each place's attempts, backoff,
@@ -17,18 +17,23 @@
 //! - stacked places on one hop are pass-through tiers (see [`super::layout`]); the breaker,
 //!   idempotency and 4xx settings of a hop are not simulated.
 
-use std::fmt::Write as _;
+use std::collections::BTreeMap;
 
-use seawall_audit::model::{Budget, Graph};
+use crate::model::{Budget, Graph};
+use seawall_sim::policy::Preset;
+use seawall_sim::scenario::{
+    BackoffKind, Balance, BudgetKind, ClientOverride, DEFAULT_QUEUE_LIMIT, Edge, FanOut,
+    FaultKind as SimFault, FaultSpec, OutageMode, PolicyOverride, ScenarioFile, Service, Tier,
+};
 
 use super::fault::{Fault, FaultKind, SLOW_FACTOR};
 use super::layout::{Client, Layout, ServiceTime, layout};
 
 /// Name of the policy that runs the graph's own settings.
-pub(crate) const CONFIGURED: &str = "as-configured";
+pub const CONFIGURED: &str = "as-configured";
 /// How long a dependency stays cold after coming back from an outage, seconds: the graph gives
 /// a cold capacity but not how long caches take to warm.
-pub(crate) const COLD_S: f64 = 10.0;
+pub const COLD_S: f64 = 10.0;
 /// Edge deadline when the entry hop sets no timeout, milliseconds.
 const DEFAULT_DEADLINE_MS: f64 = 10_000.0;
 /// Entry rate when the entry service gives none, requests per second.
@@ -36,29 +41,23 @@ const DEFAULT_RATE: f64 = 100.0;
 
 /// A path ready to simulate.
 #[derive(Debug, Clone)]
-pub(crate) struct PathScenario {
+pub struct PathScenario {
     /// `entry → … → dependency`.
-    pub(crate) label: String,
+    pub label: String,
     /// The dependency (bottom tier) the fault hits.
-    pub(crate) dependency: String,
-    /// Scenario TOML text.
-    pub(crate) text: String,
+    pub dependency: String,
+    /// The scenario, not yet validated.
+    pub file: ScenarioFile,
     /// The path's worst-case attempts per the audit.
-    pub(crate) audited_worst: u64,
+    pub audited_worst: u64,
     /// The worst case the simulated policy can reach: the product of the layers' attempts.
-    pub(crate) simulated_worst: u64,
+    pub simulated_worst: u64,
     /// What was assumed or approximated.
-    pub(crate) notes: Vec<String>,
-}
-
-fn q(s: &str) -> String {
-    // A JSON string is a valid TOML basic string (same escapes), and quoting every name keeps
-    // service names with dots or spaces from being read as dotted keys.
-    serde_json::to_string(s).unwrap_or_else(|_| "\"?\"".into())
+    pub notes: Vec<String>,
 }
 
 /// The core's default of each budget kind the simulator builds, and the name it has there.
-fn budget_kind(b: &Budget) -> (&'static str, Option<String>) {
+fn budget_kind(b: &Budget) -> (BudgetKind, Option<String>) {
     // What the simulator runs differs from the graph when the graph's numbers are not the core's
     // defaults; the note says so.
     match *b {
@@ -66,7 +65,7 @@ fn budget_kind(b: &Budget) -> (&'static str, Option<String>) {
             let same = max_tokens == 10.0 && token_ratio == 0.1;
             let note =
                 format!("gRPC throttle {max_tokens}/{token_ratio} runs as the core's 10/0.1");
-            ("grpc", (!same).then_some(note))
+            (BudgetKind::Grpc, (!same).then_some(note))
         }
         Budget::Ratio { ratio } => {
             let same = ratio == 0.1;
@@ -74,7 +73,7 @@ fn budget_kind(b: &Budget) -> (&'static str, Option<String>) {
                 "ratio {}% runs as the core's 10% (10 s window, 10 retries/s floor)",
                 ratio * 100.0
             );
-            ("ratio", (!same).then_some(note))
+            (BudgetKind::Ratio, (!same).then_some(note))
         }
         Budget::Envoy { percent, min_concurrency } => {
             let same = percent == 20.0 && min_concurrency == 3;
@@ -82,32 +81,30 @@ fn budget_kind(b: &Budget) -> (&'static str, Option<String>) {
                 "Envoy retry budget {percent}% (min {min_concurrency}) runs as the core's 20% \
                  (min 3)"
             );
-            ("envoy", (!same).then_some(note))
+            (BudgetKind::Envoy, (!same).then_some(note))
         }
         Budget::AwsQuota => (
-            "aws",
+            BudgetKind::Aws,
             Some(
                 "AWS retry quota runs as the core's: 500 tokens, 14 per retry after an error \
                  (the 2026 costs; the audit's bound assumes 5)"
                     .into(),
             ),
         ),
-        _ => ("grpc", Some(format!("{b} has no simulator kind: the core's gRPC 10/0.1 runs"))),
     }
 }
 
-/// One client layer's table under the configured policy; `key` is `edge` or `tier.<name>`.
-fn client_table(key: &str, label: &str, c: &Client, notes: &mut Vec<String>) -> String {
+/// One client layer's settings under the configured policy.
+fn client_override(label: &str, c: &Client, notes: &mut Vec<String>) -> ClientOverride {
     let attempts = c.attempts.min(seawall::policy::MAX_ATTEMPTS);
     if attempts < c.attempts {
         notes.push(format!("{label}: {} attempts capped at the core's {attempts}", c.attempts));
     }
-    let mut t = format!("[policies.{}.{key}]\nattempts = {attempts}\n", q(CONFIGURED));
-    t.push_str(if c.jitter {
-        "backoff = \"full-jitter\"\nbase_ms = 50\ncap_ms = 20000\n"
+    let (backoff, base_ms, cap_ms) = if c.jitter {
+        (BackoffKind::FullJitter, Some(50.0), Some(20_000.0))
     } else {
-        "backoff = \"none\"\n"
-    });
+        (BackoffKind::None, None, None)
+    };
     let budget = match c.budget.as_ref().filter(|_| attempts > 1) {
         Some(b) => {
             let (kind, note) = budget_kind(b);
@@ -116,32 +113,44 @@ fn client_table(key: &str, label: &str, c: &Client, notes: &mut Vec<String>) -> 
             }
             kind
         }
-        None => "none",
+        None => BudgetKind::None,
     };
-    let _ = writeln!(t, "budget = \"{budget}\"");
-    if let Some(ms) = c.per_try_ms {
-        let _ = writeln!(t, "timeout_ms = {}", ms.max(1.0));
+    ClientOverride {
+        attempts: Some(attempts),
+        backoff: Some(backoff),
+        base_ms,
+        cap_ms,
+        budget: Some(budget),
+        timeout_ms: c.per_try_ms.map(|ms| ms.max(1.0)),
     }
-    t
 }
 
 /// The policy for the graph's own settings, one table per client layer, and the product of the
 /// layers' attempts (the worst case it can reach).
-fn configured_policy(l: &Layout, entry: &str, notes: &mut Vec<String>) -> (String, u64) {
-    let mut t = format!("[policies.{}]\nbase = \"naive\"\nsingle_owner = false\n", q(CONFIGURED));
-    let _ = writeln!(t, "deadline_propagation = {}", l.deadline_propagated);
-    t.push_str("cancellation = false\npushback = false\nserver_protection = false\n");
+fn configured_policy(l: &Layout, entry: &str, notes: &mut Vec<String>) -> (PolicyOverride, u64) {
     let place = |c: &Client| c.place.map_or_else(|| "client".to_string(), |p| p.to_string());
     let edge_label = format!("{} on {entry}", place(&l.edge));
-    t.push_str(&client_table("edge", &edge_label, &l.edge, notes));
+    let edge = client_override(&edge_label, &l.edge, notes);
+    let mut tier = BTreeMap::new();
     let mut layers = vec![&l.edge];
-    for tier in &l.tiers {
-        if let Some(c) = &tier.client {
-            let label = format!("{} on {}", place(c), tier.name);
-            t.push_str(&client_table(&format!("tier.{}", q(&tier.name)), &label, c, notes));
+    for t in &l.tiers {
+        if let Some(c) = &t.client {
+            let label = format!("{} on {}", place(c), t.name);
+            tier.insert(t.name.clone(), client_override(&label, c, notes));
             layers.push(c);
         }
     }
+    let policy = PolicyOverride {
+        base: Some(Preset::Naive),
+        single_owner: Some(false),
+        deadline_propagation: Some(l.deadline_propagated),
+        cancellation: Some(false),
+        pushback: Some(false),
+        server_protection: Some(false),
+        edge: Some(edge),
+        tier,
+        ..PolicyOverride::default()
+    };
     let retrying: Vec<&&Client> = layers.iter().filter(|c| c.attempts > 1).collect();
     let jittered = retrying.iter().filter(|c| c.jitter).count();
     if jittered > 0 {
@@ -157,7 +166,7 @@ fn configured_policy(l: &Layout, entry: &str, notes: &mut Vec<String>) -> (Strin
     let worst = layers.iter().fold(1u64, |a, c| {
         a.saturating_mul(u64::from(c.attempts.min(seawall::policy::MAX_ATTEMPTS)))
     });
-    (t, worst)
+    (policy, worst)
 }
 
 /// Which place the `seawall` run lets retry: the simulator makes the top retrying layer the one
@@ -178,25 +187,24 @@ fn owner_note(l: &Layout, entry: &str) -> String {
     "seawall: no place retries in the graph, so none retries under seawall either".into()
 }
 
-fn service_toml(s: ServiceTime) -> String {
+fn service(s: ServiceTime) -> Service {
     match s {
-        ServiceTime::LogNormal(p50, p99) => format!("{{ p50_ms = {p50}, p99_ms = {p99} }}"),
-        ServiceTime::Mean(m) => format!("{{ mean_ms = {m} }}"),
+        ServiceTime::LogNormal(p50, p99) => {
+            Service { mean_ms: 0.0, p50_ms: Some(p50), p99_ms: Some(p99) }
+        }
+        ServiceTime::Mean(m) => Service { mean_ms: m, p50_ms: None, p99_ms: None },
     }
 }
 
-/// The fault tables for the bottom tier; a cold restart follows an outage when the dependency
-/// has a cold capacity below its warm one.
-fn fault_toml(graph: &Graph, l: &Layout, fault: &Fault, notes: &mut Vec<String>) -> String {
-    let Some(bottom) = l.tiers.last() else { return String::new() };
-    let tier = q(&bottom.name);
-    let head = format!(
-        "[[fault]]\ntier = {tier}\nstart_s = {}\nduration_s = {}\n",
-        fault.start_s, fault.duration_s
-    );
-    let mut t = match fault.kind {
-        FaultKind::Outage => format!("{head}kind = \"outage\"\nmode = \"hold\"\n"),
-        FaultKind::Fail => format!("{head}kind = \"outage\"\nmode = \"fail\"\n"),
+/// The faults of the bottom tier; a cold restart follows an outage when the dependency has a
+/// cold capacity below its warm one.
+fn faults(graph: &Graph, l: &Layout, fault: &Fault, notes: &mut Vec<String>) -> Vec<FaultSpec> {
+    let Some(bottom) = l.tiers.last() else { return Vec::new() };
+    let spec = |kind, start_s, duration_s| FaultSpec::new(kind, &bottom.name, start_s, duration_s);
+    let here = spec(SimFault::Outage, fault.start_s, fault.duration_s);
+    let mut v = vec![match fault.kind {
+        FaultKind::Outage => here,
+        FaultKind::Fail => FaultSpec { mode: OutageMode::Fail, ..here },
         FaultKind::Slow => {
             let (p50, p99) = bottom.service.percentiles();
             let (a, b) = (p50 * SLOW_FACTOR, p99 * SLOW_FACTOR);
@@ -204,10 +212,10 @@ fn fault_toml(graph: &Graph, l: &Layout, fault: &Fault, notes: &mut Vec<String>)
                 "{} ×{SLOW_FACTOR}: p50 {p50:.1} → {a:.1} ms, p99 {p99:.1} → {b:.1} ms",
                 bottom.name
             ));
-            format!("{head}kind = \"latency\"\np50_ms = {a}\np99_ms = {b}\n")
+            FaultSpec { kind: SimFault::Latency, p50_ms: Some(a), p99_ms: Some(b), ..here }
         }
-        FaultKind::Gc => format!("{head}kind = \"capacity\"\ncapacity = 0.0\n"),
-    };
+        FaultKind::Gc => FaultSpec { kind: SimFault::Capacity, capacity: Some(0.0), ..here },
+    }];
     let svc = graph.service(&bottom.name);
     let warm_cold = svc.and_then(|s| Some((s.capacity_rps?, s.cold_capacity_rps?)));
     if let (FaultKind::Outage | FaultKind::Fail, Some((warm, cold))) = (fault.kind, warm_cold)
@@ -215,12 +223,8 @@ fn fault_toml(graph: &Graph, l: &Layout, fault: &Fault, notes: &mut Vec<String>)
         && cold < warm
     {
         let factor = (warm / cold).min(1000.0);
-        let _ = write!(
-            t,
-            "[[fault]]\ntier = {tier}\nkind = \"restart\"\nstart_s = {}\nduration_s = {COLD_S}\n\
-             cold_factor = {factor}\n",
-            fault.end_s()
-        );
+        let restart = spec(SimFault::Restart, fault.end_s(), COLD_S);
+        v.push(FaultSpec { cold_factor: Some(factor), ..restart });
         notes.push(format!(
             "{} comes back cold: a restart at {} s, {COLD_S} s at {cold} rps ({factor:.2}× slower)",
             bottom.name,
@@ -230,11 +234,11 @@ fn fault_toml(graph: &Graph, l: &Layout, fault: &Fault, notes: &mut Vec<String>)
     if bottom.workers == 0 {
         notes.push(format!("{} has no capacity_rps: unlimited workers", bottom.name));
     }
-    t
+    v
 }
 
 /// Builds the scenario of the path given as hop indices, for a run of `duration_s` seconds.
-pub(crate) fn build(
+pub fn build(
     graph: &Graph,
     path: &[usize],
     fault: &Fault,
@@ -258,20 +262,18 @@ pub(crate) fn build(
     });
     let (policy, simulated_worst) = configured_policy(&l, entry, &mut notes);
     notes.push(owner_note(&l, entry));
-    let mut t = format!(
-        "name = {}\ndescription = {}\nduration_s = {duration_s}\ndefault_policies = [{}, \"seawall\"]\n",
-        q(&format!("audit-{dependency}")),
-        q(&format!("{label}: {fault}")),
-        q(CONFIGURED)
-    );
-    let _ = writeln!(
-        t,
-        "[edge]\nrate = {rate}\ndeadline_ms = {deadline}\nretries = {}",
-        l.edge.attempts > 1
-    );
-    if let Some(ms) = l.edge.per_try_ms {
-        let _ = writeln!(t, "timeout_ms = {}", ms.max(1.0));
-    }
+    let edge = Edge {
+        rate,
+        ramp: Vec::new(),
+        spike: Vec::new(),
+        herd: Vec::new(),
+        deadline_ms: deadline,
+        retries: l.edge.attempts > 1,
+        timeout_ms: l.edge.per_try_ms.map(|ms| ms.max(1.0)),
+        refresh: None,
+        instances: 1,
+    };
+    let mut tiers = Vec::with_capacity(l.tiers.len());
     for tier in &l.tiers {
         if let Some(c) = graph.service(&tier.name).and_then(|s| s.capacity_rps) {
             // Little's law made the worker count; saying so lets the reader check it.
@@ -282,22 +284,32 @@ pub(crate) fn build(
                 tier.service.mean_ms()
             ));
         }
-        let _ = writeln!(
-            t,
-            "[[tier]]\nname = {}\nworkers = {}\nservice = {}",
-            q(&tier.name),
-            tier.workers,
-            service_toml(tier.service)
-        );
-        if let Some(c) = &tier.client {
-            let _ = writeln!(t, "retries = {}", c.attempts > 1);
-            if let Some(ms) = c.per_try_ms {
-                let _ = writeln!(t, "timeout_ms = {}", ms.max(1.0));
-            }
-        }
+        tiers.push(Tier {
+            name: tier.name.clone(),
+            workers: tier.workers,
+            queue_limit: DEFAULT_QUEUE_LIMIT,
+            service: service(tier.service),
+            degrade: None,
+            timeout_ms: tier.client.as_ref().and_then(|c| c.per_try_ms).map(|ms| ms.max(1.0)),
+            retries: tier.client.as_ref().is_none_or(|c| c.attempts > 1),
+            instances: 1,
+            replicas: 1,
+            balance: Balance::default(),
+            calls: None,
+            fan_out: FanOut::default(),
+        });
     }
-    t.push_str(&fault_toml(graph, &l, fault, &mut notes));
-    t.push_str(&policy);
+    let faults = faults(graph, &l, fault, &mut notes);
+    let file = ScenarioFile {
+        name: format!("audit-{dependency}"),
+        description: format!("{label}: {fault}"),
+        duration_s,
+        default_policies: vec![CONFIGURED.into(), "seawall".into()],
+        edge,
+        tiers,
+        faults,
+        policies: BTreeMap::from([(CONFIGURED.to_string(), policy)]),
+    };
     let audited_worst = hops.iter().fold(1u64, |a, h| a.saturating_mul(h.worst_case()));
-    Some(PathScenario { label, dependency, text: t, audited_worst, simulated_worst, notes })
+    Some(PathScenario { label, dependency, file, audited_worst, simulated_worst, notes })
 }

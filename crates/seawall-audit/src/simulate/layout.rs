@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use seawall_audit::model::{Budget, Graph, Hop, Place, RetryLayer, Service};
+use crate::model::{Budget, Graph, Hop, Place, RetryLayer, Service};
 
 /// Mean service time assumed for a dependency whose latency the graph does not give.
 pub(crate) const DEFAULT_MEAN_MS: f64 = 10.0;
@@ -150,7 +150,7 @@ pub(crate) fn service_tier(name: &str, svc: Option<&Service>, bottom: bool) -> T
     Tier { name: name.to_string(), workers, service, client: None }
 }
 
-/// Lays out the path given as hop indices into `graph.hops` (as [`seawall_audit::analysis::paths`]
+/// Lays out the path given as hop indices into `graph.hops` (as [`crate::analysis::paths`]
 /// returns them).
 pub(crate) fn layout(graph: &Graph, path: &[usize]) -> Option<Layout> {
     let hops: Vec<&Hop> = path.iter().filter_map(|&i| graph.hops.get(i)).collect();
