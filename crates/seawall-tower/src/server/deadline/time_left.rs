@@ -63,7 +63,8 @@ pub fn time_left(extensions: &Extensions) -> Option<Duration> {
 /// `Option<TimeLeft>` is `None` without the layer; a plain `TimeLeft` then rejects the request
 /// with [`MissingDeadline`] (500: the server is missing its layer, not the caller at fault).
 ///
-/// ```
+#[cfg_attr(feature = "axum", doc = "```")]
+#[cfg_attr(not(feature = "axum"), doc = "```ignore")]
 /// use axum::{Router, routing::get};
 /// use seawall_tower::server::{DeadlineLayer, TimeLeft};
 ///
