@@ -131,19 +131,14 @@ fn run_stack(prom: &Prometheus, root: &Path, stack: &str) -> Vec<Seen> {
     }
     let data_at = Instant::now();
     // The dependency's rate as `--scrape` reads it off the path: the larger of what the
-    // dependency's server counted and what its caller's client layer sent. A server counts a
-    // request when it answers or rejects it, so the requests callers abandon while they wait
-    // (the bulk of a storm) are missing from its own count.
+    // dependency's server counted and what its caller's client layer sent (`--caller`). A server
+    // counts a request when it answers or rejects it, so the requests callers abandon while they
+    // wait (the bulk of a storm) are missing from its own count.
     let caller = format!("stack=\"{stack}\",role=\"order\"");
-    let dependency = format!(
-        "dependency=max(sum(rate(seawall_server_throughput_total{{{dep}}}[3s])) or \
-         label_replace(sum(rate(seawall_client_attempt_started_total{{{caller}}}[3s])), \
-         \"from\", \"caller\", \"\", \"\"))"
-    );
     let prom_args = |extra: &[String]| {
         let mut a = strings(&["detect", "--prometheus", &prom.url(), "--metrics", "seawall"]);
         a.extend(strings(&["--edge", &edge, "--dependency", &dep, "--rate-window", "3s"]));
-        a.extend(strings(&["--query", &dependency]));
+        a.extend(strings(&["--caller", &caller]));
         a.extend(strings(&common));
         a.extend(extra.iter().cloned());
         a
