@@ -4,7 +4,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use seawall_detect::alerts::{AlertConfig, dialect_dashboard, dialect_rules, promtool_tests};
-use seawall_detect::dialect::{Dialect, check_selector};
+use seawall_detect::dialect::{Dialect, DialectError, check_selector};
 
 use crate::detect::Metrics;
 
@@ -38,6 +38,12 @@ pub(crate) struct Args {
     /// (--dependency-job).
     #[arg(long, value_name = "MATCHERS", default_value = "")]
     dependency: String,
+    /// `--metrics seawall`: label matchers of the client series of the dependency's callers
+    /// (and nothing else), e.g. `job="orders"`. The dependency's rate is then the larger of
+    /// what it received and what they sent: a server does not count requests abandoned in its
+    /// queue, the bulk of a storm.
+    #[arg(long, value_name = "MATCHERS", default_value = "")]
+    caller: String,
     /// The rule file a `--format promtool-test` file loads (relative to the test file).
     #[arg(long, value_name = "FILE", default_value = "rules.yml")]
     rule_file: String,
@@ -66,7 +72,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     check_selector(&args.edge)?;
     check_selector(&args.dependency)?;
+    check_selector(&args.caller)?;
     let dialect = args.metrics.dialect();
+    if !args.caller.trim().is_empty() && dialect != Dialect::Seawall {
+        return Err(DialectError::Caller(dialect.as_str()).into());
+    }
     // Two services at two ends of the path need telling apart: name them when the user did not.
     let default = |given: String, label: &str, tier: &str| match dialect {
         _ if !given.is_empty() => given,
@@ -77,6 +87,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cfg = AlertConfig {
         edge: default(args.edge, "job", "edge"),
         dependency: default(args.dependency, "job", "dependency"),
+        caller: args.caller.trim().to_string(),
         dialect,
         edge_job: args.edge_job,
         dependency_job: args.dependency_job,

@@ -67,6 +67,12 @@ pub(crate) struct Args {
     /// Label matchers picking the dependency's series, e.g. `envoy_cluster_name="orders"`.
     #[arg(long, value_name = "MATCHERS", default_value = "")]
     dependency: String,
+    /// `--metrics seawall`: label matchers picking the client series of the dependency's
+    /// callers (and nothing else), e.g. `job="orders"`. The dependency rate is then the larger
+    /// of what it received and what they sent, as `--scrape` reads it: a server does not count
+    /// requests abandoned in its queue, the bulk of a storm.
+    #[arg(long, value_name = "MATCHERS", default_value = "", conflicts_with_all = ["scrape", "replay"])]
+    caller: String,
     /// Replace one signal's PromQL: `NAME=EXPR`, NAME one of edge, dependency, goodput,
     /// overflow, queue_age (repeatable).
     #[arg(long = "query", value_name = "NAME=PROMQL")]

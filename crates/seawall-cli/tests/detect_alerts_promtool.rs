@@ -19,6 +19,13 @@ const CASES: &[(&str, &[&str], &str)] = &[
         "seawall_server_oldest_queued_seconds{service=\"db\",env=\"prod\"}",
     ),
     ("seawall", &["--edge", "job=\"gw\"", "--dependency", "job=\"db\""], "job=\"gw\""),
+    // The dependency's callers named: in the storm series the dependency's server counts only
+    // what it answered (the edge's rate), so the ratio alert fires through the callers' attempts.
+    (
+        "seawall",
+        &["--edge", "job=\"gw\"", "--dependency", "job=\"db\"", "--caller", "job=\"orders\""],
+        "seawall_client_attempt_started_total{job=\"orders\"}[1m]",
+    ),
     ("grpc", &[], "grpc_client_attempt_started_total"),
     (
         "grpc",
@@ -104,4 +111,13 @@ fn dashboards_and_weaknesses_per_dialect() {
         seawall(&["alerts", "--metrics", "envoy", "--edge", "{x=\"y\"}"]).status.code(),
         Some(2)
     );
+    // --caller: a selector, and only for seawall's names.
+    for (dialect, caller, says) in [
+        ("seawall", "job=orders", "double quotes"),
+        ("envoy", "job=\"orders\"", "--metrics seawall"),
+    ] {
+        let out = seawall(&["alerts", "--metrics", dialect, "--caller", caller]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(text(&out).contains(says), "{}", text(&out));
+    }
 }

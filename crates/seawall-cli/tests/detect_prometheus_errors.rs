@@ -92,3 +92,44 @@ fn explain_prints_each_dialects_queries_and_weaknesses() {
         }
     }
 }
+
+#[test]
+fn explain_with_a_caller_prints_the_larger_count_and_no_blind_spot() {
+    let base = ["detect", "--explain", "--metrics", "seawall", "--dependency", "job=\"db\""];
+    let out = seawall(&base);
+    let t = text(&out);
+    assert!(t.contains("requests its callers abandon") && t.contains("--caller MATCHERS"), "{t}");
+    let with = |caller: &str| {
+        let mut a = base.to_vec();
+        a.extend(["--caller", caller]);
+        seawall(&a)
+    };
+    let out = with("job=\"orders\"");
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(
+        t.contains(
+            "dependency (with --caller):\n  max((sum(rate(seawall_server_throughput_total{job=\"db\"}[1m]))"
+        ) && t.contains(
+            "or label_replace(sum(rate(seawall_client_attempt_started_total{job=\"orders\"}[1m])), \"from\", \"caller\", \"\", \"\"))"
+        ),
+        "{t}"
+    );
+    assert!(!t.contains("weaker"), "{t}");
+    // Strict: a malformed selector, another dialect, or a source that takes no selector: exit 2.
+    for (out, says) in [
+        (with("job=orders"), "double quotes"),
+        (with("{job=\"orders\"}"), "without braces"),
+        (
+            seawall(&["detect", "--explain", "--metrics", "grpc", "--caller", "job=\"o\""]),
+            "--metrics seawall",
+        ),
+        (
+            seawall(&["detect", "--scrape", "http://127.0.0.1:9/m", "--caller", "job=\"o\""]),
+            "cannot be used with",
+        ),
+    ] {
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(text(&out).contains(says), "{says}: {}", text(&out));
+    }
+}

@@ -33,10 +33,12 @@
 //!   and a real Prometheus scraping a running `seawall lab` stack (the nodes found through
 //!   file-based discovery from the lab's `nodes.json`), where `detect --prometheus` live and a
 //!   `--last` replay give the verdicts `detect --scrape` gives on the same run: a storm after
-//!   the fault for the baseline, never one for seawall
-//!   (`seawall-cli/tests/detect_lab_prometheus.rs`). There the dependency's rate is given as
-//!   `--query dependency=max(…)` of the dependency's own count and its caller's attempts, as
-//!   `--scrape` reads it: see the seawall dialect's weakness in `--explain`.
+//!   the fault for the baseline (held as long as `--scrape` holds it, once the rate window has
+//!   seen the fault), never one for seawall (`seawall-cli/tests/detect_lab_prometheus.rs`).
+//!   There `--caller` names the dependency's caller, so the dependency's rate is the larger of
+//!   its own count and its caller's attempts, as `--scrape` reads it; without it the
+//!   dependency's own count misses the requests abandoned in its queue and the storm looks over
+//!   seconds early ([`dialect`], "The seawall dialect's dependency count and `--caller`").
 //! - **gRPC**: a real Python `grpcio` client with a retry policy in its service config and
 //!   `grpcio-observability`'s OpenTelemetry plugin, exporting through the OpenTelemetry
 //!   Prometheus exporter to a real Prometheus (`seawall-cli/tests/detect_grpc.rs`). Version 1.85

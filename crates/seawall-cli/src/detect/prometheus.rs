@@ -41,8 +41,13 @@ pub(super) fn run(args: &Args, thresholds: Thresholds) -> anyhow::Result<ExitCod
 }
 
 fn query_set(args: &Args) -> anyhow::Result<QuerySet> {
-    let mut q =
-        QuerySet::new(args.metrics.dialect(), &args.edge, &args.dependency, &args.rate_window)?;
+    let mut q = QuerySet::with_caller(
+        args.metrics.dialect(),
+        &args.edge,
+        &args.dependency,
+        &args.caller,
+        &args.rate_window,
+    )?;
     for spec in &args.queries {
         q.override_with(spec)?;
     }

@@ -43,7 +43,7 @@ pub(super) fn panel(
 /// ```
 pub fn grafana_dashboard(c: &AlertConfig) -> String {
     let rate = |name: &str, sel: &str| format!("sum(rate({name}{{{sel}}}[1m]))");
-    let (e, d) = (&c.edge_selector(), &c.dependency_selector());
+    let e = &c.edge_selector();
     let panels = vec![
         panel(
             1,
@@ -67,7 +67,7 @@ pub fn grafana_dashboard(c: &AlertConfig) -> String {
             "reqps",
             0,
             8,
-            &[(c.arrivals(e, ""), "edge"), (c.arrivals(d, ""), "dependency")],
+            &[(c.arrivals(e, ""), "edge"), (c.dependency_rate(""), "dependency")],
         ),
         panel(
             4,

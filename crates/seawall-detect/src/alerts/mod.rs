@@ -66,6 +66,11 @@ pub struct AlertConfig {
     /// Label matchers of the dependency's series; for [`Dialect::Seawall`], when given, in
     /// place of `job="DEPENDENCY_JOB"`.
     pub dependency: String,
+    /// For [`Dialect::Seawall`]: label matchers of the client series of the dependency's
+    /// callers (empty: none). The dependency's rate is then the larger of what it received and
+    /// what they sent (a server does not count requests abandoned in its queue; see
+    /// [`crate::dialect`]).
+    pub caller: String,
 }
 
 impl Default for AlertConfig {
@@ -80,6 +85,7 @@ impl Default for AlertConfig {
             dialect: Dialect::Seawall,
             edge: String::new(),
             dependency: String::new(),
+            caller: String::new(),
         }
     }
 }
@@ -106,11 +112,25 @@ impl AlertConfig {
         )
     }
 
+    /// Requests reaching the dependency per second: its arrivals, or with
+    /// [`AlertConfig::caller`] the larger of those and the attempts its callers sent.
+    fn dependency_rate(&self, offset: &str) -> String {
+        let received = self.arrivals(&self.dependency_selector(), offset);
+        if self.caller.is_empty() {
+            return received;
+        }
+        format!(
+            "max({received} or label_replace(sum(rate({}{{{}}}[1m]{offset})), \"from\", \"caller\", \"\", \"\"))",
+            crate::names::CLIENT_ATTEMPTS,
+            self.caller
+        )
+    }
+
     /// The dependency-to-edge ratio, as PromQL (`offset` e.g. `" offset 10m"` or `""`).
     fn dependency_to_edge(&self, offset: &str) -> String {
         format!(
             "{} / {}",
-            self.arrivals(&self.dependency_selector(), offset),
+            self.dependency_rate(offset),
             self.arrivals(&self.edge_selector(), offset)
         )
     }

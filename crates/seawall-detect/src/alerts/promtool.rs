@@ -6,7 +6,10 @@
 //! tried four times: 400 attempts/s at the dependency, goodput 0, 50 retries/s refused, the
 //! oldest queued request at twice the callers' timeout) or a **spike** (edge and dependency
 //! both up to 300/s, one attempt per call, all good). Both are evaluated 4 minutes in (the
-//! rules hold 2 minutes) and the spike again at 15 minutes.
+//! rules hold 2 minutes) and the spike again at 15 minutes. With a seawall `caller` selector,
+//! the storm's dependency server counts only the 100/s it answered (the rest were abandoned in
+//! its queue) and the caller's client layer the 400 attempts/s it sent, so the
+//! dependency-to-edge alert fires only if the rule reads the caller's attempts.
 
 use std::fmt::Write;
 
@@ -63,15 +66,26 @@ fn series(c: &AlertConfig, r: &Rates) -> Result<Vec<(String, String)>, String> {
     let s = |name: &str, labels: String, values: String| (format!("{name}{labels}"), values);
     let bad = r.edge - r.good;
     Ok(match c.dialect {
-        Dialect::Seawall => vec![
-            s("seawall_server_throughput_total", l(&e, &[])?, counter(100.0, r.edge)),
-            s("seawall_server_goodput_total", l(&e, &[])?, counter(100.0, r.good)),
-            s("seawall_server_throughput_total", l(&d, &[])?, counter(100.0, r.dep)),
-            s("seawall_client_call_started_total", l(&e, &[])?, counter(100.0, r.edge)),
-            s("seawall_client_attempt_started_total", l(&e, &[])?, counter(100.0, r.dep)),
-            s("seawall_client_retry_overflow_total", l(&e, &[])?, counter(0.0, r.overflow)),
-            s("seawall_server_oldest_queued_seconds", l(&d, &[])?, gauge(0.0, r.queue_s)),
-        ],
+        Dialect::Seawall => {
+            // With a caller named, the dependency's server counts what it answered in time;
+            // the caller's attempts hold the rest.
+            let received = if c.caller.is_empty() { r.dep } else { r.dep.min(r.edge) };
+            let attempts = "seawall_client_attempt_started_total";
+            let mut v = vec![
+                s("seawall_server_throughput_total", l(&e, &[])?, counter(100.0, r.edge)),
+                s("seawall_server_goodput_total", l(&e, &[])?, counter(100.0, r.good)),
+                s("seawall_server_throughput_total", l(&d, &[])?, counter(100.0, received)),
+                s("seawall_client_call_started_total", l(&e, &[])?, counter(100.0, r.edge)),
+                s(attempts, l(&e, &[])?, counter(100.0, r.dep)),
+                s("seawall_client_retry_overflow_total", l(&e, &[])?, counter(0.0, r.overflow)),
+                s("seawall_server_oldest_queued_seconds", l(&d, &[])?, gauge(0.0, r.queue_s)),
+            ];
+            let caller = s(attempts, l(&c.caller, &[])?, counter(100.0, r.dep));
+            if !c.caller.is_empty() && !v.iter().any(|(name, _)| *name == caller.0) {
+                v.push(caller);
+            }
+            v
+        }
         Dialect::Grpc => vec![
             s(
                 "grpc_client_call_duration_seconds_count",

@@ -15,13 +15,14 @@
 //!
 //! # The dialects
 //!
-//! `E` is the `--edge` selector, `D` the `--dependency` selector, `W` the rate window. Where a
-//! dialect has both signals on one client (gRPC, Envoy), an empty selector defaults to the
-//! other one. The full expressions are what `seawall detect --explain` prints.
+//! `E` is the `--edge` selector, `D` the `--dependency` selector, `C` the `--caller` selector
+//! (seawall only), `W` the rate window. Where a dialect has both signals on one client (gRPC,
+//! Envoy), an empty selector defaults to the other one. The full expressions are what
+//! `seawall detect --explain` prints.
 //!
 //! | dialect | edge | dependency | goodput | overflow | queue age |
 //! |---|---|---|---|---|---|
-//! | `seawall` | `seawall_server_throughput_total{E}` + `seawall_server_rejected_total{E}` | the same at `{D}` | `seawall_server_goodput_total{E}` | `seawall_client_retry_overflow_total{E}` | `seawall_server_oldest_queued_seconds{D}` |
+//! | `seawall` | `seawall_server_throughput_total{E}` + `seawall_server_rejected_total{E}` | the same at `{D}`; with `--caller`, the larger of that and `seawall_client_attempt_started_total{C}` | `seawall_server_goodput_total{E}` | `seawall_client_retry_overflow_total{E}` | `seawall_server_oldest_queued_seconds{D}` |
 //! | `grpc` (gRFC A66) | `grpc_client_call_duration_seconds_count{E}` | `grpc_client_attempt_started_total{D}` | calls with `grpc_status="OK"` | — | — |
 //! | `envoy` | `envoy_cluster_upstream_rq_total{E}` − `envoy_cluster_upstream_rq_retry{E}` | `envoy_cluster_upstream_rq_total{D}` | `envoy_cluster_upstream_rq_xx{E,envoy_response_code_class="2"}` | `envoy_cluster_upstream_rq_retry_overflow{D}` | — |
 //! | `istio` | `istio_requests_total{reporter="destination",E}` | the same at `{D}` | edge requests with `response_code=~"[1-4].."` | — | — |
@@ -38,6 +39,19 @@
 //!
 //! Every counter is read as `sum(rate(…[W]))`; a counter reset inside the window (a restarted
 //! process: `resets(…[W]) > 0`) makes that interval's verdict unsure.
+//!
+//! **The seawall dialect's dependency count and `--caller`.** A seawall server layer counts a
+//! request when it answers or rejects it, so the requests its callers abandon while they wait
+//! in its queue (the bulk of a storm against a slow or queueing dependency) are missing from
+//! the dependency's own count: the storm looks smaller or ends early. The callers' client
+//! layers count every attempt they send, but their metrics carry no label naming the
+//! dependency, so the dialect cannot find them alone. `--caller C` names them (label matchers
+//! picking the client series of the services that call the dependency, and of nothing else,
+//! e.g. `job="orders"` when the orders service's only client layer is the dependency's): the
+//! dependency signal becomes
+//! `max((arrivals{D}) or label_replace(sum(rate(seawall_client_attempt_started_total{C}[W])), "from", "caller", "", ""))`,
+//! the larger of the two (the label keeps `or` from dropping the second), which is how
+//! `seawall detect --scrape` reads a path. Without `--caller` the output says so.
 //!
 //! Notes on the names, from each project's documentation:
 //!
@@ -152,6 +166,8 @@ pub enum DialectError {
     Override(String),
     /// The rate window is not a PromQL duration such as `30s` or `2m`.
     Window(String),
+    /// A `--caller` selector for a dialect other than seawall's (the dialect named).
+    Caller(&'static str),
 }
 
 impl fmt::Display for DialectError {
@@ -164,6 +180,11 @@ impl fmt::Display for DialectError {
             DialectError::Window(w) => {
                 write!(f, "rate window {w:?}: expected a duration such as 30s or 2m")
             }
+            DialectError::Caller(d) => write!(
+                f,
+                "--caller is only for --metrics seawall (for {d}, give your own dependency \
+                 query with --query dependency=…)"
+            ),
         }
     }
 }
@@ -245,6 +266,8 @@ pub struct QuerySet {
     pub resets: Vec<(Signal, String)>,
     /// Signals replaced by `--query`.
     pub overridden: Vec<Signal>,
+    /// The `--caller` selector (seawall dialect; empty when not given).
+    pub caller: String,
 }
 
 impl QuerySet {
@@ -265,13 +288,50 @@ impl QuerySet {
         dependency: &str,
         window: &str,
     ) -> Result<QuerySet, DialectError> {
+        QuerySet::with_caller(dialect, edge, dependency, "", window)
+    }
+
+    /// As [`QuerySet::new`], and for [`Dialect::Seawall`] the dependency signal also reads the
+    /// attempts the `caller` selector's client layers sent: the larger of the two (see the
+    /// [module docs](self)). An empty `caller` is [`QuerySet::new`]; a non-empty one for
+    /// another dialect is [`DialectError::Caller`].
+    ///
+    /// ```
+    /// use seawall_detect::dialect::{Dialect, QuerySet, Signal};
+    /// let q = QuerySet::with_caller(Dialect::Seawall, r#"job="edge""#, r#"job="db""#, r#"job="orders""#, "1m").unwrap();
+    /// let dep = q.query(Signal::Dependency).unwrap();
+    /// assert!(dep.starts_with("max(("));
+    /// assert!(dep.contains(r#"seawall_client_attempt_started_total{job="orders"}[1m]"#));
+    /// assert!(q.weaknesses().is_empty());
+    /// assert!(QuerySet::with_caller(Dialect::Grpc, "", "", r#"job="x""#, "1m").is_err());
+    /// ```
+    pub fn with_caller(
+        dialect: Dialect,
+        edge: &str,
+        dependency: &str,
+        caller: &str,
+        window: &str,
+    ) -> Result<QuerySet, DialectError> {
         check_selector(edge)?;
         check_selector(dependency)?;
+        check_selector(caller)?;
+        let caller = caller.trim();
+        if !caller.is_empty() && dialect != Dialect::Seawall {
+            return Err(DialectError::Caller(dialect.as_str()));
+        }
         if crate::prometheus::time::parse_duration(window).is_none() {
             return Err(DialectError::Window(window.into()));
         }
-        let (queries, resets) = table::build(dialect, edge.trim(), dependency.trim(), window);
-        Ok(QuerySet { dialect, window: window.into(), queries, resets, overridden: Vec::new() })
+        let (queries, resets) =
+            table::build(dialect, edge.trim(), dependency.trim(), caller, window);
+        Ok(QuerySet {
+            dialect,
+            window: window.into(),
+            queries,
+            resets,
+            overridden: Vec::new(),
+            caller: caller.into(),
+        })
     }
 
     /// Replaces (or adds) a signal's expression from `NAME=PROMQL`; its reset check is dropped
@@ -303,7 +363,7 @@ impl QuerySet {
 
     /// The signals this set lacks and what that weakens.
     pub fn weaknesses(&self) -> Vec<Weakness> {
-        table::weaknesses(self.dialect)
+        table::weaknesses(self.dialect, !self.caller.is_empty())
             .into_iter()
             .filter(|w| w.signal.is_none_or(|s| self.query(s).is_none()))
             .collect()
@@ -315,7 +375,13 @@ impl QuerySet {
         for s in Signal::ALL {
             match self.query(s) {
                 Some(q) => {
-                    let by = if self.overridden.contains(&s) { " (--query)" } else { "" };
+                    let by = if self.overridden.contains(&s) {
+                        " (--query)"
+                    } else if s == Signal::Dependency && !self.caller.is_empty() {
+                        " (with --caller)"
+                    } else {
+                        ""
+                    };
                     out.push_str(&format!("{}{by}:\n  {q}\n", s.as_str()));
                 }
                 None => out.push_str(&format!("{}: (not exported by this dialect)\n", s.as_str())),

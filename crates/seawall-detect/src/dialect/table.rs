@@ -35,7 +35,17 @@ fn or<'a>(s: &'a str, other: &'a str) -> &'a str {
 
 type Pairs = Vec<(Signal, String)>;
 
-pub(super) fn build(d: Dialect, e: &str, dep: &str, w: &str) -> (Pairs, Pairs) {
+/// The larger of `received` and the attempts the caller's client layers (`caller`) sent: the
+/// caller's series get a `from="caller"` label so `or` keeps both, and `max` picks one. Either
+/// alone stands in when the other matches nothing.
+fn with_caller_attempts(received: &str, caller: &str, w: &str) -> String {
+    format!(
+        "max(({received}) or label_replace({}, \"from\", \"caller\", \"\", \"\"))",
+        rate(names::CLIENT_ATTEMPTS, &[caller], w)
+    )
+}
+
+pub(super) fn build(d: Dialect, e: &str, dep: &str, caller: &str, w: &str) -> (Pairs, Pairs) {
     use Signal::*;
     match d {
         Dialect::Seawall => {
@@ -46,16 +56,28 @@ pub(super) fn build(d: Dialect, e: &str, dep: &str, w: &str) -> (Pairs, Pairs) {
                     rate(names::SERVER_REJECTED, &[m], w)
                 )
             };
+            // With `--caller`, what the dependency received or what its caller sent, whichever
+            // is larger (what `detect --scrape` reads off a path).
+            let dependency = if caller.is_empty() {
+                arrivals(dep)
+            } else {
+                with_caller_attempts(&arrivals(dep), caller, w)
+            };
+            let (dep_m, caller_m) = ([dep], [caller]);
+            let mut dep_resets = vec![(names::SERVER_THROUGHPUT, &dep_m[..])];
+            if !caller.is_empty() {
+                dep_resets.push((names::CLIENT_ATTEMPTS, &caller_m[..]));
+            }
             let q = vec![
                 (Edge, arrivals(e)),
-                (Dependency, arrivals(dep)),
+                (Dependency, dependency),
                 (Goodput, rate(names::SERVER_GOODPUT, &[e], w)),
                 (Overflow, rate(names::CLIENT_RETRY_OVERFLOW, &[e], w)),
                 (QueueAge, format!("max({})", sel(names::SERVER_OLDEST_QUEUED, &[dep]))),
             ];
             let r = vec![
                 (Edge, resets(&[(names::SERVER_THROUGHPUT, &[e])], w)),
-                (Dependency, resets(&[(names::SERVER_THROUGHPUT, &[dep])], w)),
+                (Dependency, resets(&dep_resets, w)),
                 (Goodput, resets(&[(names::SERVER_GOODPUT, &[e])], w)),
             ];
             (q, r)
@@ -154,17 +176,21 @@ const NO_OVERFLOW: &str = "overflow: this dialect exports no count of retries re
 const NO_QUEUE: &str = "queue_age: no oldest-queued age, so the evidence cannot say whether the \
     dependency is serving requests whose callers have already given up";
 
-pub(super) fn weaknesses(d: Dialect) -> Vec<Weakness> {
+/// `with_caller`: the seawall dialect reads the caller's attempts too (`--caller`), which
+/// closes its blind spot.
+pub(super) fn weaknesses(d: Dialect, with_caller: bool) -> Vec<Weakness> {
     use Signal::*;
     let w = |signal, text| Weakness { signal, text };
     match d {
+        Dialect::Seawall if with_caller => Vec::new(),
         Dialect::Seawall => vec![w(
             None,
             "dependency: a server counts a request when it answers or rejects it, so the \
             requests its callers abandon while they wait (the bulk of a storm against a slow or \
             queueing dependency) are missing from its own count and the storm can look smaller \
-            or end early; `--query dependency=…` on the caller's \
-            seawall_client_attempt_started_total counts them (what `detect --scrape` does)",
+            or end early; `--caller MATCHERS` picking the caller's client series fixes it (the \
+            dependency is then the larger of what it received and the caller's \
+            seawall_client_attempt_started_total, as `detect --scrape` reads it)",
         )],
         Dialect::Grpc => vec![
             w(Some(Overflow), NO_OVERFLOW),

@@ -83,3 +83,62 @@ fn otel_http_reads_the_stable_names_or_else_the_older_ones() {
         "{dep}"
     );
 }
+
+#[test]
+fn a_caller_makes_the_seawall_dependency_the_larger_count() {
+    let (e, d, c) = (r#"job="e""#, r#"job="d""#, r#"job="orders", tier!="test""#);
+    let plain = QuerySet::new(Dialect::Seawall, e, d, "30s").unwrap();
+    let q = QuerySet::with_caller(Dialect::Seawall, e, d, c, "30s").unwrap();
+    let received = plain.query(Signal::Dependency).unwrap();
+    assert_eq!(
+        q.query(Signal::Dependency).unwrap(),
+        format!(
+            "max(({received}) or label_replace(sum(rate(seawall_client_attempt_started_total\
+             {{job=\"orders\", tier!=\"test\"}}[30s])), \"from\", \"caller\", \"\", \"\"))"
+        )
+    );
+    // The other signals are untouched; a reset of the caller's counter makes an interval unsure.
+    for s in [Signal::Edge, Signal::Goodput, Signal::Overflow, Signal::QueueAge] {
+        assert_eq!(q.query(s), plain.query(s), "{s:?}");
+    }
+    let dep_resets = q.resets.iter().find(|(s, _)| *s == Signal::Dependency).unwrap();
+    assert!(dep_resets.1.contains("resets(seawall_client_attempt_started_total{job=\"orders\""));
+    // The blind spot is named without --caller (with the fix), and gone with it.
+    let blind = plain.weaknesses();
+    assert!(blind.iter().any(|w| w.text.contains("--caller")), "{blind:?}");
+    assert!(plain.explain().contains("--caller MATCHERS"));
+    assert!(q.weaknesses().is_empty());
+    assert!(!q.explain().contains("weaker"));
+    assert!(q.explain().contains("dependency (with --caller):\n  max(("));
+    // An empty caller is the plain set.
+    assert_eq!(QuerySet::with_caller(Dialect::Seawall, e, d, "  ", "30s").unwrap(), plain);
+}
+
+#[test]
+fn a_caller_is_parsed_strictly_and_only_for_seawall() {
+    for bad in [r#"{job="x"}"#, "job=x", r#"job="x"}) or vector(1e9"#, "job"] {
+        let err = QuerySet::with_caller(Dialect::Seawall, "", "", bad, "1m").unwrap_err();
+        assert!(matches!(err, DialectError::Selector { .. }), "{bad}: {err}");
+    }
+    for d in [Dialect::Grpc, Dialect::Envoy, Dialect::Istio, Dialect::OtelHttp] {
+        let err = QuerySet::with_caller(d, "", "", r#"job="x""#, "1m").unwrap_err();
+        assert_eq!(err, DialectError::Caller(d.as_str()));
+        assert!(err.to_string().contains("--metrics seawall"), "{err}");
+        assert!(QuerySet::with_caller(d, "", "", "", "1m").is_ok());
+    }
+}
+
+proptest::proptest! {
+    /// Any `--caller` text: accepted exactly when it is a selector, and then it lands in the
+    /// dependency query inside the braces of the caller's attempts, never anywhere else.
+    #[test]
+    fn any_caller_text_is_a_selector_or_an_error(s in "[a-z_=!~\", {}()\\\\.*]{0,24}") {
+        let r = QuerySet::with_caller(Dialect::Seawall, "", "", &s, "1m");
+        proptest::prop_assert_eq!(r.is_ok(), check_selector(&s).is_ok());
+        if let Ok(q) = r {
+            let dep = q.query(Signal::Dependency).unwrap();
+            let inner = format!("seawall_client_attempt_started_total{{{}}}[1m]", s.trim());
+            proptest::prop_assert_eq!(dep.contains(&inner), !s.trim().is_empty());
+        }
+    }
+}
