@@ -122,6 +122,7 @@ fn client_override(label: &str, c: &Client, notes: &mut Vec<String>) -> ClientOv
         cap_ms,
         budget: Some(budget),
         timeout_ms: c.per_try_ms.map(|ms| ms.max(1.0)),
+        ..ClientOverride::default()
     }
 }
 
