@@ -203,6 +203,7 @@ fn tier() -> impl Strategy<Value = Tier> {
         balance,
         proptest::option::of(proptest::collection::vec(name(), 0..3)),
         fan_out,
+        proptest::option::of(num()),
     );
     (
         (name(), any::<u32>(), any::<u32>()),
@@ -219,7 +220,7 @@ fn tier() -> impl Strategy<Value = Tier> {
                 degrade,
                 timeout_ms,
                 retries,
-                (instances, replicas, balance, calls, fan_out),
+                (instances, replicas, balance, calls, fan_out, contention_window_ms),
             )| Tier {
                 name,
                 workers,
@@ -233,6 +234,7 @@ fn tier() -> impl Strategy<Value = Tier> {
                 balance,
                 calls,
                 fan_out,
+                contention_window_ms,
             },
         )
 }
@@ -351,6 +353,7 @@ fn valid_file() -> impl Strategy<Value = ScenarioFile> {
                     balance: [Balance::RoundRobin, Balance::Random, Balance::LeastRequests][i % 3],
                     calls: None,
                     fan_out: FanOut::default(),
+                    contention_window_ms: (i + 1 == n).then_some(mean_ms),
                 })
                 .collect();
             let faults = faults

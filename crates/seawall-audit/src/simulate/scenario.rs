@@ -298,6 +298,7 @@ pub fn build(
             balance: Balance::default(),
             calls: None,
             fan_out: FanOut::default(),
+            contention_window_ms: None,
         });
     }
     let faults = faults(graph, &l, fault, &mut notes);

@@ -144,6 +144,13 @@ impl Sim<'_> {
         if spent > 0 && self.orphaned(job) {
             self.stats.wasted_ns += spent as f64;
         }
+        // Optimistic concurrency: a success within the window before this one wins the race.
+        if let Some((window, last)) = &mut self.contention[tier] {
+            if last.is_some_and(|t| self.now - t < *window) {
+                return self.respond(job, Class::Retryable(Transient::ServerError), Hint::None);
+            }
+            *last = Some(self.now);
+        }
         let Some(first) = self.first_call[tier] else {
             return self.respond(job, Class::Success, Hint::None);
         };

@@ -153,6 +153,9 @@ pub(crate) struct Sim<'a> {
     events: u64,
     /// Each layer's per-try timeout in nanoseconds (timers with it go to a calendar lane).
     per_try: Vec<Option<u64>>,
+    /// Each tier's contention window in nanoseconds (`None`: no contention) and the time of
+    /// its last success.
+    contention: Vec<Option<(u64, Option<u64>)>>,
     /// Every layer's backoff waits repeat exactly (no jitter), so retry timers go to calendar
     /// lanes.
     fixed_waits: bool,
@@ -273,6 +276,11 @@ impl<'a> Sim<'a> {
             fixed_waits,
             layers,
             hedging,
+            contention: sc
+                .tiers
+                .iter()
+                .map(|t| t.contention_window_ms.map(|w| (ns(w), None)))
+                .collect(),
         })
     }
 
