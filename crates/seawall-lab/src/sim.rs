@@ -85,6 +85,7 @@ pub fn scenario(params: &LabParams, stack: Stack) -> ScenarioFile {
         balance: Balance::default(),
         calls: None,
         fan_out: FanOut::default(),
+        contention_window_ms: None,
     };
     let mut tiers: Vec<Tier> = [Role::Edge, Role::Gateway, Role::Order].map(proxy).into();
     let w = params.workers;
@@ -115,6 +116,7 @@ pub fn scenario(params: &LabParams, stack: Stack) -> ScenarioFile {
         balance: Balance::default(),
         calls: None,
         fan_out: FanOut::default(),
+        contention_window_ms: None,
     });
     let mut faults = Vec::new();
     if let Some(f) = params.fault {

@@ -14,6 +14,7 @@ use seawall::budget::{
     AdaptiveThrottle, AnyBudget, AwsRetryQuota, EnvoyRetryBudget, GrpcThrottle, RatioBudget,
     Unlimited,
 };
+use seawall::grpc::{Code, CodeSet, HedgingPolicy};
 use seawall::policy::{PolicyConfig, RetryPolicy};
 use serde::{Deserialize, Serialize};
 
@@ -118,6 +119,10 @@ pub struct PolicySpec {
     pub honour_hints: bool,
     /// Replaces herds' spread (reconnect jitter), seconds.
     pub herd_spread_s: Option<f64>,
+    /// Hedged copies per call including the first (gRFC A6 `maxAttempts`); 1: no hedging.
+    pub hedge_max_attempts: u32,
+    /// Delay between hedged copies (gRFC A6 `hedgingDelay`).
+    pub hedge_delay: Duration,
     /// The edge client's own settings, replacing the ones above for layer 0.
     pub edge_client: Option<ClientOverride>,
     /// Tier clients' own settings by calling tier, replacing the ones above for that layer.
@@ -167,6 +172,8 @@ impl PolicySpec {
             server_protection: false,
             honour_hints: true,
             herd_spread_s: None,
+            hedge_max_attempts: 1,
+            hedge_delay: Duration::ZERO,
             edge_client: None,
             tier_clients: BTreeMap::new(),
         };
@@ -224,6 +231,9 @@ impl PolicySpec {
             }
             self.herd_spread_s = Some(s);
         }
+        self.hedge_max_attempts = o.hedge_max_attempts.unwrap_or(self.hedge_max_attempts);
+        self.hedge_delay = dur(o.hedge_delay_ms, "hedge_delay_ms", self.hedge_delay)?;
+        self.hedging(&format!("{field}.hedge_max_attempts"))?;
         self.edge_client = o.edge.clone().or(self.edge_client);
         self.tier_clients.extend(o.tier.iter().map(|(k, v)| (k.clone(), v.clone())));
         Ok(self)
@@ -250,6 +260,10 @@ impl PolicySpec {
         p.base = ms(c.base_ms, &format!("{field}.base_ms"), 0.0)?.unwrap_or(p.base);
         p.cap = ms(c.cap_ms, &format!("{field}.cap_ms"), 0.0)?.unwrap_or(p.cap);
         p.budget = c.budget.unwrap_or(p.budget);
+        p.hedge_max_attempts = c.hedge_max_attempts.unwrap_or(p.hedge_max_attempts);
+        p.hedge_delay =
+            ms(c.hedge_delay_ms, &format!("{field}.hedge_delay_ms"), 0.0)?.unwrap_or(p.hedge_delay);
+        p.hedging(&format!("{field}.hedge_max_attempts"))?;
         let own = ms(c.timeout_ms, &format!("{field}.timeout_ms"), 1.0)?;
         let timeout = own.or_else(|| timeout_ms.map(|ms| Duration::from_secs_f64(ms / 1000.0)));
         // Build it as a retrying owner: the core's constructors check every value even where
@@ -264,8 +278,49 @@ impl PolicySpec {
             BackoffKind::Constant => Backoff::constant(self.base),
             BackoffKind::Exponential => Backoff::new(Jitter::None, self.base, self.cap, 2.0),
             BackoffKind::FullJitter => Backoff::new(Jitter::Full, self.base, self.cap, 2.0),
+            BackoffKind::EqualJitter => Backoff::new(Jitter::Equal, self.base, self.cap, 2.0),
+            BackoffKind::Decorrelated => {
+                Backoff::new(Jitter::Decorrelated, self.base, self.cap, 2.0)
+            }
         };
         b.map_err(|e| Error::config(&self.name, e))
+    }
+
+    /// The layer's gRFC A6 `hedgingPolicy`, `None` when it does not hedge
+    /// (`hedge_max_attempts` = 1). A6 clamps `maxAttempts` to 5; here more is an error, as is a
+    /// budget the A6 schedule cannot spend from (copies count against the `retryThrottling`
+    /// token bucket, `budget = "grpc"`, or nothing, `"none"`). `UNAVAILABLE` is the one
+    /// non-fatal code: see `engine/hedge.rs` for how the simulator's answers map onto codes.
+    pub(crate) fn hedging(&self, field: &str) -> Result<Option<HedgingPolicy>, Error> {
+        match self.hedge_max_attempts {
+            1 => return Ok(None),
+            2..=5 => {}
+            n => return Err(Error::invalid(field, "in [1, 5] (1: no hedging)", n)),
+        }
+        if !matches!(self.budget, BudgetKind::None | BudgetKind::Grpc) {
+            let field = field.replace("hedge_max_attempts", "budget");
+            let kind = format!("{:?}", self.budget).to_lowercase();
+            return Err(Error::invalid(field, "\"grpc\" or \"none\" with hedging", kind));
+        }
+        Ok(Some(HedgingPolicy {
+            max_attempts: self.hedge_max_attempts,
+            configured_max_attempts: u64::from(self.hedge_max_attempts),
+            hedging_delay: self.hedge_delay,
+            non_fatal: CodeSet::of(&[Code::UNAVAILABLE]),
+        }))
+    }
+
+    /// Whether a layer built with these `retries` / `owner` flags hedges: a layer that may
+    /// retry (copies multiply load exactly as retries do, so under `single_owner` only the
+    /// owner may send them).
+    pub(crate) fn hedges(&self, retries: bool, owner: bool) -> bool {
+        self.hedge_max_attempts > 1 && retries && (owner || !self.single_owner)
+    }
+
+    /// The token bucket a hedged layer's copies spend from (a fresh one per instance), as the
+    /// tonic layer's: `None` under `budget = "none"`.
+    pub(crate) fn hedge_throttle(&self) -> Option<GrpcThrottle> {
+        (self.budget == BudgetKind::Grpc).then(GrpcThrottle::default)
     }
 
     /// The real policy of one client layer.
@@ -281,7 +336,11 @@ impl PolicySpec {
         seed: u64,
     ) -> Result<RetryPolicy<AnyBudget>, Error> {
         let cfg_err = |e| Error::config(&self.name, e);
-        let mut cfg = if !retries || (self.single_owner && !owner) {
+        // A hedged layer makes one attempt through its policy (the first copy, for the
+        // deadline, the breaker and the call's end); the copies and their budget are the A6
+        // schedule's (`engine/hedge.rs`).
+        let hedged = self.hedges(retries, owner);
+        let mut cfg = if !retries || (self.single_owner && !owner) || hedged {
             PolicyConfig::fail_fast()
         } else {
             PolicyConfig::default()
@@ -293,7 +352,7 @@ impl PolicySpec {
             cfg = cfg.with_per_try_timeout(t).map_err(cfg_err)?;
         }
         let budget = match self.budget {
-            _ if !retries => AnyBudget::Unlimited(Unlimited),
+            _ if !retries || hedged => AnyBudget::Unlimited(Unlimited),
             BudgetKind::None => AnyBudget::Unlimited(Unlimited),
             BudgetKind::Grpc => AnyBudget::Grpc(GrpcThrottle::default()),
             BudgetKind::Aws => AnyBudget::Aws(AwsRetryQuota::default()),
@@ -334,5 +393,27 @@ mod tests {
         assert!(p.clone().apply(&bad, "policies.naive").is_err());
         let ok = PolicyOverride { attempts: Some(2), ..Default::default() };
         assert_eq!(p.apply(&ok, "policies.naive").unwrap().attempts, 2);
+    }
+
+    #[test]
+    fn hedging_is_checked_and_spends_only_from_the_a6_bucket() {
+        let p = PolicySpec::preset("budget").unwrap();
+        let hedge = |n, budget| PolicyOverride {
+            hedge_max_attempts: Some(n),
+            hedge_delay_ms: Some(20.0),
+            budget,
+            ..Default::default()
+        };
+        let e = p.clone().apply(&hedge(6, None), "policies.b").unwrap_err().to_string();
+        assert!(e.contains("policies.b.hedge_max_attempts"), "{e}");
+        let e = p.clone().apply(&hedge(3, Some(BudgetKind::Aws)), "policies.b").unwrap_err();
+        assert!(e.to_string().contains("policies.b.budget"), "{e}");
+        let ok = p.apply(&hedge(3, None), "policies.b").unwrap();
+        let a6 = ok.hedging("f").unwrap().unwrap();
+        assert_eq!((a6.max_attempts, a6.hedging_delay), (3, Duration::from_millis(20)));
+        assert!(ok.hedges(true, true) && !ok.hedges(false, true));
+        // A hedged layer's own policy makes one attempt: the copies are the A6 schedule's.
+        assert_eq!(ok.build(true, true, None, 1).unwrap().config().max_attempts(), 1);
+        assert!(ok.hedge_throttle().is_some());
     }
 }

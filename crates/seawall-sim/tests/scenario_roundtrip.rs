@@ -56,6 +56,8 @@ fn backoff() -> impl Strategy<Value = BackoffKind> {
         Just(BackoffKind::Constant),
         Just(BackoffKind::Exponential),
         Just(BackoffKind::FullJitter),
+        Just(BackoffKind::EqualJitter),
+        Just(BackoffKind::Decorrelated),
     ]
 }
 
@@ -78,15 +80,22 @@ fn client() -> impl Strategy<Value = ClientOverride> {
         proptest::option::of(num()),
         proptest::option::of(budget()),
         proptest::option::of(num()),
+        (proptest::option::of(0u32..8), proptest::option::of(num())),
     )
-        .prop_map(|(attempts, backoff, base_ms, cap_ms, budget, timeout_ms)| ClientOverride {
-            attempts,
-            backoff,
-            base_ms,
-            cap_ms,
-            budget,
-            timeout_ms,
-        })
+        .prop_map(
+            |(attempts, backoff, base_ms, cap_ms, budget, timeout_ms, (hedges, delay))| {
+                ClientOverride {
+                    attempts,
+                    backoff,
+                    base_ms,
+                    cap_ms,
+                    budget,
+                    timeout_ms,
+                    hedge_max_attempts: hedges,
+                    hedge_delay_ms: delay,
+                }
+            },
+        )
 }
 
 fn policy() -> impl Strategy<Value = PolicyOverride> {
@@ -102,9 +111,18 @@ fn policy() -> impl Strategy<Value = PolicyOverride> {
         proptest::option::of(num()),
         proptest::option::of(client()),
         proptest::collection::btree_map(name(), client(), 0..3),
+        (proptest::option::of(0u32..8), proptest::option::of(num())),
     )
         .prop_map(
-            |((base, attempts, backoff), (base_ms, cap_ms, budget), f, herd, edge, tier)| {
+            |(
+                (base, attempts, backoff),
+                (base_ms, cap_ms, budget),
+                f,
+                herd,
+                edge,
+                tier,
+                (hedges, delay),
+            )| {
                 PolicyOverride {
                     base,
                     attempts,
@@ -119,6 +137,8 @@ fn policy() -> impl Strategy<Value = PolicyOverride> {
                     server_protection: f[4],
                     honour_hints: f[5],
                     herd_spread_s: herd,
+                    hedge_max_attempts: hedges,
+                    hedge_delay_ms: delay,
                     edge,
                     tier,
                 }
@@ -183,6 +203,7 @@ fn tier() -> impl Strategy<Value = Tier> {
         balance,
         proptest::option::of(proptest::collection::vec(name(), 0..3)),
         fan_out,
+        proptest::option::of(num()),
     );
     (
         (name(), any::<u32>(), any::<u32>()),
@@ -199,7 +220,7 @@ fn tier() -> impl Strategy<Value = Tier> {
                 degrade,
                 timeout_ms,
                 retries,
-                (instances, replicas, balance, calls, fan_out),
+                (instances, replicas, balance, calls, fan_out, contention_window_ms),
             )| Tier {
                 name,
                 workers,
@@ -213,6 +234,7 @@ fn tier() -> impl Strategy<Value = Tier> {
                 balance,
                 calls,
                 fan_out,
+                contention_window_ms,
             },
         )
 }
@@ -301,7 +323,7 @@ fn valid_file() -> impl Strategy<Value = ScenarioFile> {
                     proptest::option::of(backoff()),
                     proptest::option::of(budget()),
                     proptest::option::of(any::<bool>()),
-                    proptest::option::of((1u32..6, 1.0..1000.0f64)),
+                    proptest::option::of((1u32..6, 1.0..1000.0f64, 1u32..6, 0.0..500.0f64)),
                 ),
                 0..3,
             );
@@ -331,6 +353,7 @@ fn valid_file() -> impl Strategy<Value = ScenarioFile> {
                     balance: [Balance::RoundRobin, Balance::Random, Balance::LeastRequests][i % 3],
                     calls: None,
                     fan_out: FanOut::default(),
+                    contention_window_ms: (i + 1 == n).then_some(mean_ms),
                 })
                 .collect();
             let faults = faults
@@ -358,11 +381,15 @@ fn valid_file() -> impl Strategy<Value = ScenarioFile> {
                 .into_iter()
                 .map(|(k, (base, attempts, backoff, budget, pushback, layer))| {
                     let tier = match (&caller, layer) {
-                        (Some(c), Some((a, t))) => BTreeMap::from([(
+                        (Some(c), Some((a, t, hedges, delay))) => BTreeMap::from([(
                             c.clone(),
                             ClientOverride {
                                 attempts: Some(a),
                                 timeout_ms: Some(t),
+                                // Hedging spends from the gRFC A6 token bucket (or nothing).
+                                budget: Some(BudgetKind::Grpc),
+                                hedge_max_attempts: Some(hedges),
+                                hedge_delay_ms: Some(delay),
                                 ..Default::default()
                             },
                         )]),

@@ -122,6 +122,7 @@ fn client_override(label: &str, c: &Client, notes: &mut Vec<String>) -> ClientOv
         cap_ms,
         budget: Some(budget),
         timeout_ms: c.per_try_ms.map(|ms| ms.max(1.0)),
+        ..ClientOverride::default()
     }
 }
 
@@ -297,6 +298,7 @@ pub fn build(
             balance: Balance::default(),
             calls: None,
             fan_out: FanOut::default(),
+            contention_window_ms: None,
         });
     }
     let faults = faults(graph, &l, fault, &mut notes);

@@ -49,6 +49,7 @@ impl Sim<'_> {
             parent,
             state,
             job: None,
+            hedge: None,
             sibling: None,
             attempt: 0,
             last: NO_ANSWER,
@@ -63,46 +64,68 @@ impl Sim<'_> {
         let layer = c.layer as usize;
         match self.layers[layer][c.inst as usize].before_attempt(&mut c.state, now) {
             Ok(att) => {
-                let deadline = if self.spec.deadline_propagation {
-                    c.state.deadline().map(|d| d.instant().as_nanos())
-                } else {
-                    None
-                };
                 c.attempt = att.number();
-                // The instance of the tier that serves this attempt (its client makes the
-                // downstream call).
-                let tier = self.links[layer].callee;
-                let served_by = pick(self.instances[usize::from(tier)], &mut self.lb);
-                let server = self.replicas[usize::from(tier)].pick(&self.servers, &mut self.lb);
-                let job = self.jobs.insert(JobRec {
-                    tier,
-                    inst: served_by,
-                    server,
-                    caller: call,
-                    attempt: att.number(),
-                    deadline,
-                    enqueued: self.now,
-                    started: 0,
-                    state: JobState::Queued,
-                    down: None,
-                    ticket: None,
-                });
-                c.job = Some(job);
-                if let Some(t) = att.timeout() {
-                    let kind = Kind::Timeout { call, attempt: att.number() };
-                    let t = t.as_nanos() as u64;
-                    // The per-try timeout recurs, and so does the whole edge deadline (a first
-                    // attempt at the edge); a timeout cut short by a deadline is arbitrary.
-                    if Some(t) == self.per_try[layer] || t == ns(self.sc.edge.deadline_ms) {
-                        self.cal.push_after(self.now, t, kind);
-                    } else {
-                        self.cal.push(self.now + t, kind);
-                    }
+                let job = self.launch(call, att.number(), att.timeout());
+                if att.number() == 1 && self.hedging[layer].is_some() {
+                    self.hedge_start(call);
                 }
                 self.arrive(job);
             }
             Err(g) => self.finish_call(call, Err(g)),
         }
+    }
+
+    /// Makes attempt `number` of `call` a job at the next tier's server (listed as the call's
+    /// newest attempt in flight, before any older copies) and sets its timer; the caller sends
+    /// it with `arrive`.
+    pub(super) fn launch(
+        &mut self,
+        call: Id,
+        number: u32,
+        timeout: Option<std::time::Duration>,
+    ) -> Id {
+        let c = self.calls.get(call).expect("a call being sent exists");
+        let layer = c.layer as usize;
+        let deadline = if self.spec.deadline_propagation {
+            c.state.deadline().map(|d| d.instant().as_nanos())
+        } else {
+            None
+        };
+        let copy = c.job;
+        // The instance of the tier that serves this attempt (its client makes the downstream
+        // call).
+        let tier = self.links[layer].callee;
+        let served_by = pick(self.instances[usize::from(tier)], &mut self.lb);
+        let server = self.replicas[usize::from(tier)].pick(&self.servers, &mut self.lb);
+        let job = self.jobs.insert(JobRec {
+            tier,
+            inst: served_by,
+            server,
+            caller: call,
+            attempt: number,
+            deadline,
+            enqueued: self.now,
+            started: 0,
+            state: JobState::Queued,
+            down: None,
+            ticket: None,
+            copy,
+        });
+        if let Some(c) = self.calls.get_mut(call) {
+            c.job = Some(job);
+        }
+        if let Some(t) = timeout {
+            let kind = Kind::Timeout { call, attempt: number };
+            let t = t.as_nanos() as u64;
+            // The per-try timeout recurs, and so does the whole edge deadline (a first
+            // attempt at the edge); a timeout cut short by a deadline is arbitrary.
+            if Some(t) == self.per_try[layer] || t == ns(self.sc.edge.deadline_ms) {
+                self.cal.push_after(self.now, t, kind);
+            } else {
+                self.cal.push(self.now + t, kind);
+            }
+        }
+        job
     }
 
     /// Local service is done: answer (bottom tier) or call the next tier.
@@ -120,6 +143,13 @@ impl Sim<'_> {
         self.stats.busy_ns += spent as f64;
         if spent > 0 && self.orphaned(job) {
             self.stats.wasted_ns += spent as f64;
+        }
+        // Optimistic concurrency: a success within the window before this one wins the race.
+        if let Some((window, last)) = &mut self.contention[tier] {
+            if last.is_some_and(|t| self.now - t < *window) {
+                return self.respond(job, Class::Retryable(Transient::ServerError), Hint::None);
+            }
+            *last = Some(self.now);
         }
         let Some(first) = self.first_call[tier] else {
             return self.respond(job, Class::Success, Hint::None);
@@ -162,6 +192,7 @@ impl Sim<'_> {
             parent: Parent::Job(job),
             state,
             job: None,
+            hedge: None,
             sibling: None,
             attempt: 0,
             last: NO_ANSWER,
@@ -202,7 +233,7 @@ impl Sim<'_> {
         loop {
             let Some(j) = self.jobs.get(job) else { return true };
             let Some(c) = self.calls.get(j.caller) else { return true };
-            if c.job != Some(job) {
+            if !self.holds(c, job) {
                 return true;
             }
             match c.parent {
@@ -217,10 +248,13 @@ impl Sim<'_> {
     pub(super) fn respond(&mut self, job: Id, class: Class, hint: Hint) {
         let Some(j) = self.jobs.get(job) else { return };
         let caller = j.caller;
+        if !self.unlink_copy(caller, job) {
+            self.jobs.remove(job);
+            return;
+        }
         self.jobs.remove(job);
-        match self.calls.get_mut(caller) {
-            Some(c) if c.job == Some(job) => c.job = None,
-            _ => return,
+        if self.calls.get(caller).is_some_and(|c| c.hedge.is_some()) {
+            return self.hedge_answer(caller, class, hint);
         }
         self.attempt_done(caller, class, hint);
     }
@@ -251,6 +285,9 @@ impl Sim<'_> {
 
     pub(super) fn timeout(&mut self, call: Id, attempt: u32) {
         let Some(c) = self.calls.get_mut(call) else { return };
+        if c.hedge.is_some() {
+            return self.hedge_timeout(call, attempt);
+        }
         if c.attempt != attempt {
             return;
         }
@@ -261,7 +298,7 @@ impl Sim<'_> {
         self.attempt_done(call, Class::Retryable(Transient::Timeout), Hint::None);
     }
 
-    fn finish_call(&mut self, call: Id, result: Result<(), GiveUp>) {
+    pub(super) fn finish_call(&mut self, call: Id, result: Result<(), GiveUp>) {
         let Some(c) = self.calls.get(call) else { return };
         let (parent, last, layer, inst, sibling) = (c.parent, c.last, c.layer, c.inst, c.sibling);
         self.calls.remove(call);
@@ -329,7 +366,7 @@ impl Sim<'_> {
     }
 
     /// Cancellation: the job's caller gave up, so its work (queued, running or downstream) stops.
-    fn cancel_job(&mut self, job: Id) {
+    pub(super) fn cancel_job(&mut self, job: Id) {
         let Some(j) = self.jobs.get(job) else { return };
         let (server, state, down, started) = (j.server as usize, j.state, j.down, j.started);
         let ticket = j.ticket;
@@ -380,9 +417,11 @@ impl Sim<'_> {
         let now = self.instant();
         let Some(c) = self.calls.get_mut(call) else { return };
         self.layers[c.layer as usize][c.inst as usize].abandon(&mut c.state, now);
-        let job = c.job.take();
+        let mut job = c.job.take();
         self.calls.remove(call);
-        if let Some(j) = job {
+        // Every copy of a hedged call; the one attempt of any other.
+        while let Some(j) = job {
+            job = self.jobs.get(j).and_then(|r| r.copy);
             self.cancel_job(j);
         }
     }

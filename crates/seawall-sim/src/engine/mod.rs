@@ -6,6 +6,7 @@
 //! generational, so an event for something already finished is simply ignored.
 
 mod flow;
+mod hedge;
 mod queue;
 mod sample;
 mod server;
@@ -16,6 +17,7 @@ mod tier;
 use seawall::admission::{Reason, RetryAfter, Ticket};
 use seawall::budget::AnyBudget;
 use seawall::classify::{Class, HttpClassifier};
+use seawall::grpc::HedgeState;
 use seawall::hint::Hint;
 use seawall::policy::{Call, RetryPolicy};
 use seawall::rng::{Rng, SeededRng, splitmix64};
@@ -52,8 +54,11 @@ struct CallRec {
     inst: u16,
     parent: Parent,
     state: Call,
-    /// The attempt in flight.
+    /// The attempt in flight; for a hedged call, the newest of its copies in flight, the
+    /// others listed through `JobRec::copy`.
     job: Option<Id>,
+    /// A hedged call's gRFC A6 schedule (the core's), `None` at a layer that does not hedge.
+    hedge: Option<Box<HedgeState>>,
     /// The next of its job's calls in flight at once (a parallel fan-out's list).
     sibling: Option<Id>,
     attempt: u32,
@@ -87,6 +92,8 @@ struct JobRec {
     down: Option<Id>,
     /// Its place in a protected tier's queue while queued there.
     ticket: Option<Ticket>,
+    /// The next older copy of the same hedged call in flight.
+    copy: Option<Id>,
 }
 
 /// What the engine measured besides the series.
@@ -115,6 +122,8 @@ pub(crate) struct Sim<'a> {
     replicas: Vec<Replicas>,
     /// Each client layer's instances, each a whole policy (budget, breaker, jitter stream).
     layers: Vec<Vec<RetryPolicy<AnyBudget>>>,
+    /// Each hedged layer's A6 policy and its instances' token buckets (`None`: no hedging).
+    hedging: Vec<Option<hedge::Hedging>>,
     /// Instances of the edge client, for the draw that spreads edge requests.
     edge_instances: u16,
     /// Instances per tier, for the draw that spreads the requests it serves.
@@ -144,6 +153,9 @@ pub(crate) struct Sim<'a> {
     events: u64,
     /// Each layer's per-try timeout in nanoseconds (timers with it go to a calendar lane).
     per_try: Vec<Option<u64>>,
+    /// Each tier's contention window in nanoseconds (`None`: no contention) and the time of
+    /// its last success.
+    contention: Vec<Option<(u64, Option<u64>)>>,
     /// Every layer's backoff waits repeat exactly (no jitter), so retry timers go to calendar
     /// lanes.
     fixed_waits: bool,
@@ -179,6 +191,7 @@ impl<'a> Sim<'a> {
             }
         }
         let mut layers = Vec::with_capacity(links.len());
+        let mut hedging = Vec::with_capacity(links.len());
         let mut fixed_waits = true;
         for (layer, link) in links.iter().enumerate() {
             let (retries, timeout, client, field, count, owner) = match link.caller {
@@ -211,6 +224,13 @@ impl<'a> Sim<'a> {
                     lspec.build(retries, owner, timeout, s)
                 })
                 .collect::<Result<Vec<_>, _>>()?;
+            hedging.push(match lspec.hedging(&field)? {
+                Some(policy) if lspec.hedges(retries, owner) => {
+                    let throttles = (0..count).map(|_| lspec.hedge_throttle()).collect();
+                    Some(hedge::Hedging { policy, throttles })
+                }
+                _ => None,
+            });
             layers.push(instances);
         }
         let instances = sc.tiers.iter().map(|t| t.instances.clamp(1, 65_535) as u16).collect();
@@ -255,6 +275,12 @@ impl<'a> Sim<'a> {
                 .collect(),
             fixed_waits,
             layers,
+            hedging,
+            contention: sc
+                .tiers
+                .iter()
+                .map(|t| t.contention_window_ms.map(|w| (ns(w), None)))
+                .collect(),
         })
     }
 
@@ -342,6 +368,7 @@ impl<'a> Sim<'a> {
             }
             Kind::Timeout { call, attempt } => self.timeout(call, attempt),
             Kind::Retry(call) => self.send(call),
+            Kind::Hedge(call) => self.hedge_due(call),
             Kind::Kick(server) => self.dispatch(server as usize),
             Kind::Restart(server) => self.restart(server as usize),
             Kind::Tick => {

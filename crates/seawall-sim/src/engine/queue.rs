@@ -21,6 +21,8 @@ pub(crate) enum Kind {
     Timeout { call: Id, attempt: u32 },
     /// A call's backoff ends.
     Retry(Id),
+    /// A hedged call's next copy may be due.
+    Hedge(Id),
     /// A fault window opens or closes at a tier: re-check its workers.
     Kick(u16),
     /// A tier restarts.

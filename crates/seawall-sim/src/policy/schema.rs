@@ -17,6 +17,10 @@ pub enum BackoffKind {
     Exponential,
     /// Full jitter under the exponential ceiling.
     FullJitter,
+    /// Equal jitter: half the exponential ceiling, plus a uniform draw over the other half.
+    EqualJitter,
+    /// Decorrelated jitter: `min(cap, U[base, 3 · previous wait))` (Brooker, 2015).
+    Decorrelated,
 }
 
 /// Budget of a policy.
@@ -82,6 +86,14 @@ pub struct PolicyOverride {
     /// Replaces every herd's spread (the clients' reconnect jitter), seconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub herd_spread_s: Option<f64>,
+    /// Hedging at every retrying layer: copies per call including the first, in [2, 5]
+    /// (gRFC A6 `maxAttempts`; 1 turns hedging off). A hedged layer sends copies instead of
+    /// retrying; they count against its budget (`grpc` or `none` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hedge_max_attempts: Option<u32>,
+    /// Hedging delay between copies, milliseconds (gRFC A6 `hedgingDelay`; default 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hedge_delay_ms: Option<f64>,
     /// The edge client's own settings under this policy (`[policies.NAME.edge]`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub edge: Option<ClientOverride>,
@@ -118,4 +130,10 @@ pub struct ClientOverride {
     /// Per-attempt timeout, milliseconds (replaces the tier's or edge's `timeout_ms`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<f64>,
+    /// Hedged copies per call including the first, in [2, 5] (1: no hedging at this layer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hedge_max_attempts: Option<u32>,
+    /// Hedging delay between copies at this layer, milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hedge_delay_ms: Option<f64>,
 }

@@ -283,6 +283,18 @@ service = { mean_ms = 5 }
         assert!(Scenario::parse("m.toml", MINI, &["edge.rtae=1".into()]).is_err());
         assert!(Scenario::parse("m.toml", MINI, &["edge.rate=fast".into()]).is_err());
         assert!(Scenario::parse("m.toml", MINI, &["edge.rate=-5".into()]).is_err());
+        let w = |v: &str| {
+            Scenario::parse("m.toml", MINI, &[format!("tier.db.contention_window_ms={v}")])
+        };
+        assert_eq!(w("20").unwrap().tiers[0].contention_window_ms, Some(20.0));
+        let e = w("-1").unwrap_err().to_string();
+        assert!(e.contains("contention_window_ms"), "{e}");
+        let hedge = |v: &str| {
+            Scenario::parse("m.toml", MINI, &[format!("policies.naive.hedge_max_attempts={v}")])
+        };
+        assert!(hedge("3").is_ok());
+        let e = hedge("9").unwrap_err().to_string();
+        assert!(e.contains("policies.naive.hedge_max_attempts"), "{e}");
     }
 
     #[test]

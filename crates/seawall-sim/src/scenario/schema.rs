@@ -176,6 +176,11 @@ pub struct Tier {
     /// Whether the calls go one after another or all at once.
     #[serde(default)]
     pub fan_out: FanOut,
+    /// Optimistic concurrency, milliseconds: a request whose local service ends within this
+    /// long after another's success at the tier fails as a retryable conflict (a write that
+    /// lost the race). Absent: no contention.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contention_window_ms: Option<f64>,
 }
 
 /// How a tier with several dependencies calls them.

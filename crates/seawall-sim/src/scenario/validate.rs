@@ -116,6 +116,9 @@ pub(super) fn check(s: &ScenarioFile) -> Result<(), Error> {
         num(&format!("{f}.workers"), f64::from(t.workers), 0.0, 1_000_000.0)?;
         num(&format!("{f}.queue_limit"), f64::from(t.queue_limit), 0.0, 100_000_000.0)?;
         service(&format!("{f}.service"), &t.service)?;
+        if let Some(w) = t.contention_window_ms {
+            num(&format!("{f}.contention_window_ms"), w, 0.0, 3_600_000.0)?;
+        }
         if let Some(d) = &t.degrade {
             degrade(&format!("{f}.degrade"), d)?;
         }

@@ -1,0 +1,226 @@
+//! Hedged calls: several copies of one call in flight, the first success wins.
+//!
+//! The schedule is the core's gRFC A6 [`HedgeState`], the type the tonic layer drives: the first
+//! copy goes at once, the next every `hedge_delay_ms` until `hedge_max_attempts` are out, a
+//! non-fatal failure sends the next one at once, a "don't retry" pushback stops new copies, and
+//! every copy after the first needs the layer's token bucket above half. This file only moves
+//! copies (jobs, listed through `JobRec::copy` from `CallRec::job`) and cancels the losers:
+//! their server work stops under `cancellation`, else it runs on orphaned (wasted work).
+//!
+//! A hedged layer's own `RetryPolicy` is fail-fast (one attempt, no budget of its own): it
+//! starts the call (deadline, breaker) and ends it with the answer that decided it, so the give-up
+//! travels upward as any other layer's.
+//!
+//! # The simulator's answers as A6 status codes
+//!
+//! The A6 schedule reads gRPC codes; the simulator's answers are the classes the HTTP client
+//! reads, mapped as a gRPC server built with seawall answers:
+//!
+//! | answer (class, hint) | code | pushback |
+//! |---|---|---|
+//! | success | `OK` | — |
+//! | retryable (5xx, connection, restart) | `UNAVAILABLE` (non-fatal) | `Retry-After` → its value |
+//! | the copy's own timeout | `UNAVAILABLE` (non-fatal) | absent |
+//! | overloaded; don't retry (the fail-fast signal) | `UNAVAILABLE` | "don't retry" (negative) |
+//! | throttled (429) | `RESOURCE_EXHAUSTED` (fatal) | as the hint |
+//! | never retry (4xx) | `INVALID_ARGUMENT` (fatal) | — |
+//!
+//! So non-fatal failures and "don't retry" pushbacks cost a token, as for retries, and a success
+//! gives `tokenRatio` back.
+
+use seawall::budget::GrpcThrottle;
+use seawall::classify::{Class, Transient};
+use seawall::grpc::{Code, HedgeState, HedgeVerdict, HedgingPolicy, Pushback};
+use seawall::hint::Hint;
+use seawall::policy::Decision;
+
+use super::queue::Kind;
+use super::slab::Id;
+use super::{CallRec, Sim};
+
+/// A hedged client layer: its A6 policy and each instance's token bucket.
+#[derive(Debug)]
+pub(super) struct Hedging {
+    pub(super) policy: HedgingPolicy,
+    /// One per instance; `None` under `budget = "none"`.
+    pub(super) throttles: Vec<Option<GrpcThrottle>>,
+}
+
+/// An answer as the A6 schedule reads it (the table in the module docs).
+fn a6(class: Class, hint: Hint) -> (Code, Pushback) {
+    let pushback = match hint {
+        Hint::None => Pushback::Absent,
+        Hint::After(d) => Pushback::After(d),
+        Hint::DontRetry => Pushback::DontRetry,
+    };
+    match class {
+        Class::Success => (Code::OK, Pushback::Absent),
+        Class::Retryable(_) => (Code::UNAVAILABLE, pushback),
+        Class::Overloaded => (Code::UNAVAILABLE, Pushback::DontRetry),
+        Class::Throttled => (Code::RESOURCE_EXHAUSTED, pushback),
+        Class::NeverRetry => (Code::INVALID_ARGUMENT, Pushback::Absent),
+        // A class added to the core later: fatal, as A6 treats any code not listed non-fatal.
+        _ => (Code::UNKNOWN, Pushback::Absent),
+    }
+}
+
+impl Sim<'_> {
+    /// Whether `job` is one of `c`'s attempts in flight.
+    pub(super) fn holds(&self, c: &CallRec, job: Id) -> bool {
+        let mut cur = c.job;
+        while let Some(j) = cur {
+            if j == job {
+                return true;
+            }
+            cur = self.jobs.get(j).and_then(|r| r.copy);
+        }
+        false
+    }
+
+    /// Takes `job` off its caller's attempts in flight; false if it is not there (an answer
+    /// nobody waits for).
+    pub(super) fn unlink_copy(&mut self, call: Id, job: Id) -> bool {
+        let Some(next) = self.jobs.get(job).map(|j| j.copy) else { return false };
+        let Some(c) = self.calls.get_mut(call) else { return false };
+        if c.job == Some(job) {
+            c.job = next;
+            return true;
+        }
+        let mut cur = c.job;
+        while let Some(j) = cur {
+            let Some(rec) = self.jobs.get_mut(j) else { return false };
+            if rec.copy == Some(job) {
+                rec.copy = next;
+                return true;
+            }
+            cur = rec.copy;
+        }
+        false
+    }
+
+    /// The layer's A6 policy and the instance's bucket (split borrows of `self`).
+    fn schedule(hedging: &[Option<Hedging>], layer: u16, inst: u16) -> Option<HedgeParts<'_>> {
+        let h = hedging.get(usize::from(layer))?.as_ref()?;
+        Some((&h.policy, h.throttles.get(usize::from(inst)).and_then(Option::as_ref)))
+    }
+
+    /// The first copy of `call` was just listed: start its schedule and time the next copy.
+    pub(super) fn hedge_start(&mut self, call: Id) {
+        let now = self.instant();
+        let Some(c) = self.calls.get_mut(call) else { return };
+        let Some((policy, _)) = Self::schedule(&self.hedging, c.layer, c.inst) else { return };
+        let state = HedgeState::new(policy, now);
+        let next = state.next_at();
+        c.hedge = Some(Box::new(state));
+        if let Some(at) = next {
+            self.cal.push(at.as_nanos(), Kind::Hedge(call));
+        }
+    }
+
+    /// A hedge timer: send the next copy if it is due and the bucket allows it.
+    pub(super) fn hedge_due(&mut self, call: Id) {
+        let now = self.instant();
+        let Some(c) = self.calls.get_mut(call) else { return };
+        let Some((policy, throttle)) = Self::schedule(&self.hedging, c.layer, c.inst) else {
+            return;
+        };
+        let Some(h) = c.hedge.as_deref_mut() else { return };
+        let left = c.state.deadline().map(|d| d.remaining(now));
+        let sent = match left {
+            Some(l) if l.is_zero() => None,
+            _ => h.send_due(policy, now, throttle),
+        };
+        let next = h.next_at();
+        let Some(previous) = sent else {
+            if c.job.is_none() && (next.is_none() || left.is_some_and(|l| l.is_zero())) {
+                let (class, hint) = c.last;
+                self.hedge_end(call, class, hint);
+            }
+            return;
+        };
+        let per_try = self.per_try[usize::from(c.layer)].map(std::time::Duration::from_nanos);
+        let timeout = match (per_try, left) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        c.attempt = previous + 1;
+        let job = self.launch(call, previous + 1, timeout);
+        if let Some(at) = next {
+            self.cal.push(at.as_nanos(), Kind::Hedge(call));
+        }
+        self.arrive(job);
+    }
+
+    /// A copy of `call` answered (it is already off the list): the first success wins; a fatal
+    /// failure ends the call; a non-fatal one may send the next copy at once.
+    pub(super) fn hedge_answer(&mut self, call: Id, class: Class, hint: Hint) {
+        let now = self.instant();
+        let hint = if self.spec.honour_hints { hint } else { Hint::None };
+        let Some(c) = self.calls.get_mut(call) else { return };
+        let Some((policy, throttle)) = Self::schedule(&self.hedging, c.layer, c.inst) else {
+            return;
+        };
+        let Some(h) = c.hedge.as_deref_mut() else { return };
+        c.last = (class, hint);
+        if class == Class::Success {
+            h.on_success(throttle);
+            return self.hedge_end(call, class, hint);
+        }
+        let (code, pushback) = a6(class, hint);
+        let verdict = h.on_failure(policy, code, pushback, now, throttle);
+        let (next, idle) = (h.next_at(), c.job.is_none());
+        match (verdict, next) {
+            (HedgeVerdict::Fatal, _) | (HedgeVerdict::Continue, None) if idle => {
+                self.hedge_end(call, class, hint)
+            }
+            (HedgeVerdict::Fatal, _) => self.hedge_end(call, class, hint),
+            (HedgeVerdict::Continue, None) => {} // the copies in flight may still win
+            (HedgeVerdict::Continue, Some(at)) if at <= now => self.hedge_due(call),
+            (HedgeVerdict::Continue, Some(at)) => self.cal.push(at.as_nanos(), Kind::Hedge(call)),
+        }
+    }
+
+    /// Copy `attempt` of `call` timed out: it is cancelled downstream under `cancellation`
+    /// (else it runs on, orphaned), and counts as a non-fatal failure.
+    pub(super) fn hedge_timeout(&mut self, call: Id, attempt: u32) {
+        let Some(c) = self.calls.get(call) else { return };
+        let mut cur = c.job;
+        while let Some(j) = cur {
+            let Some(rec) = self.jobs.get(j) else { return };
+            if rec.attempt == attempt {
+                break;
+            }
+            cur = rec.copy;
+        }
+        let Some(job) = cur else { return };
+        self.unlink_copy(call, job);
+        if self.spec.cancellation {
+            self.cancel_job(job);
+        }
+        self.hedge_answer(call, Class::Retryable(Transient::Timeout), Hint::None);
+    }
+
+    /// The call is decided by `class`: the copies still in flight lose (cancelled downstream
+    /// under `cancellation`, else orphaned), and the layer's fail-fast policy ends the call.
+    fn hedge_end(&mut self, call: Id, class: Class, hint: Hint) {
+        let now = self.instant();
+        let Some(c) = self.calls.get_mut(call) else { return };
+        let mut losers = c.job.take();
+        let policy = &self.layers[usize::from(c.layer)][usize::from(c.inst)];
+        let result = match policy.after_attempt(&mut c.state, now, class, hint) {
+            Decision::Success => Ok(()),
+            Decision::GiveUp(g) => Err(g),
+            // A fail-fast policy never retries; end the call all the same.
+            Decision::Retry { .. } => Err(policy.cancel_retry(&mut c.state, now)),
+        };
+        if self.spec.cancellation {
+            while let Some(j) = losers {
+                losers = self.jobs.get(j).and_then(|r| r.copy);
+                self.cancel_job(j);
+            }
+        }
+        self.finish_call(call, result);
+    }
+}
+
+type HedgeParts<'a> = (&'a HedgingPolicy, Option<&'a GrpcThrottle>);
