@@ -187,6 +187,20 @@ fn run_stack(prom: &Prometheus, root: &Path, stack: &str) -> Vec<Seen> {
     ]
 }
 
+/// The 1-minute load average (0 where /proc/loadavg is missing).
+fn load() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .unwrap_or(0.0)
+}
+
+/// More runnable work than twice the machine's cores: the lab's figures are lower bounds then.
+fn machine_saturated() -> bool {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    load() > 2.0 * cores
+}
+
 #[test]
 fn prometheus_on_a_running_lab_agrees_with_scraping_it() {
     if !have("prometheus") {
@@ -209,7 +223,17 @@ fn prometheus_on_a_running_lab_agrees_with_scraping_it() {
         eprintln!("baseline {source}: storm called {:.1} s after the fault", called - fault);
         // A `--scrape` verdict's t is the start of its 1 s interval (the fault may land inside
         // it); a Prometheus one's is the end of its rate window.
-        assert!(called > fault - 1.0, "baseline {source}: storm before the fault: {vs:?}");
+        // On a machine already saturated by other work, the lab's baseline (every tier
+        // retrying) can tip into a storm before the fault, as the lab's own report then says
+        // ("capped by this machine"); only then is the "never before" half not asserted.
+        if machine_saturated() {
+            eprintln!(
+                "baseline {source}: machine saturated (load {:.1}): not asserting 'never before the fault'",
+                load()
+            );
+        } else {
+            assert!(called > fault - 1.0, "baseline {source}: storm before the fault: {vs:?}");
+        }
         assert!(called <= fault + 4.0, "baseline {source}: storm {:.1} s late", called - fault);
         // And it holds: a storm in most intervals from then to the end of the fault.
         let during: Vec<&str> = vs
