@@ -466,3 +466,22 @@ pub(crate) fn run(
 ) -> Result<(seawall_report::Series, f64, EngineStats), Error> {
     Ok(Sim::new(sc, spec, seed)?.run(progress))
 }
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+    use std::mem::size_of;
+
+    /// Memory per call in flight. Issue 17 asks for the 5 M-client synchronised reconnect herd
+    /// (10 M calls in flight at once, client and load balancer) in < 1 GB: ≤ 128 B per call in
+    /// flight, counting the call, its attempt and their calendar entries. These bounds are
+    /// today's sizes, so a field that grows a record fails here and the budget is spent on
+    /// purpose, not by accident. `Call` is the core's per-call state (seawall::policy).
+    #[test]
+    fn records_stay_within_their_budget() {
+        assert_eq!(size_of::<Option<Id>>(), 8);
+        assert!(size_of::<Call>() <= 88, "seawall::policy::Call grew");
+        assert!(size_of::<CallRec>() <= 160, "CallRec grew");
+        assert!(size_of::<JobRec>() <= 80, "JobRec grew");
+    }
+}

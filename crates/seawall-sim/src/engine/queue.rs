@@ -141,4 +141,13 @@ mod tests {
             .collect();
         assert_eq!(order, [1, 2, 4, 3]);
     }
+
+    #[test]
+    fn entries_stay_small() {
+        // One entry per pending timer: a synchronised herd holds about one per call in flight
+        // (its attempt's timeout), so it counts against the per-call budget (see
+        // `size_tests` in engine/mod.rs). Time and sequence (16 B) plus a 16 B `Kind`.
+        assert_eq!(std::mem::size_of::<Kind>(), 16);
+        assert!(std::mem::size_of::<Entry>() <= 32, "calendar entry grew");
+    }
 }

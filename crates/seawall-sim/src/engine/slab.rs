@@ -1,18 +1,40 @@
 //! A generational slab: stable small ids for calls and jobs, reused so memory follows what is
 //! in flight rather than simulated time.
 
+use std::num::NonZeroU32;
+
 /// A handle into a [`Slab`]; stale once its slot is freed (the generation moves on).
+///
+/// A live slot's generation is odd, so never zero: an `Option<Id>` is 8 bytes, not 12.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Id {
     pub(crate) idx: u32,
-    pub(crate) generation: u32,
+    pub(crate) generation: NonZeroU32,
 }
 
+/// A slot: odd generations are live, even ones free (the bit a separate `live` flag would take).
 #[derive(Debug)]
 struct Slot<T> {
     generation: u32,
-    live: bool,
     value: T,
+}
+
+impl<T> Slot<T> {
+    fn live(&self) -> bool {
+        self.generation & 1 == 1
+    }
+
+    /// The id of the live value in slot `idx`.
+    fn id(&self, idx: u32) -> Id {
+        debug_assert!(self.live());
+        // A live generation is odd, hence non-zero.
+        Id { idx, generation: NonZeroU32::new(self.generation).unwrap_or(NonZeroU32::MIN) }
+    }
+
+    /// Whether `id` names this slot's live value.
+    fn holds(&self, id: Id) -> bool {
+        self.generation == id.generation.get()
+    }
 }
 
 /// Slots with a free list. Events carry [`Id`]s; an event for a freed slot finds a newer
@@ -33,30 +55,31 @@ impl<T> Slab<T> {
         self.live += 1;
         if let Some(idx) = self.free.pop() {
             let s = &mut self.slots[idx as usize];
-            s.live = true;
+            s.generation = s.generation.wrapping_add(1);
             s.value = value;
-            return Id { idx, generation: s.generation };
+            return s.id(idx);
         }
         let idx = u32::try_from(self.slots.len()).expect("fewer than 2^32 requests in flight");
-        self.slots.push(Slot { generation: 0, live: true, value });
-        Id { idx, generation: 0 }
+        let s = Slot { generation: 1, value };
+        let id = s.id(idx);
+        self.slots.push(s);
+        id
     }
 
     pub(crate) fn get(&self, id: Id) -> Option<&T> {
         let s = self.slots.get(id.idx as usize)?;
-        (s.live && s.generation == id.generation).then_some(&s.value)
+        s.holds(id).then_some(&s.value)
     }
 
     pub(crate) fn get_mut(&mut self, id: Id) -> Option<&mut T> {
         let s = self.slots.get_mut(id.idx as usize)?;
-        (s.live && s.generation == id.generation).then_some(&mut s.value)
+        s.holds(id).then_some(&mut s.value)
     }
 
     /// Frees the slot; returns false if `id` was already stale.
     pub(crate) fn remove(&mut self, id: Id) -> bool {
         match self.slots.get_mut(id.idx as usize) {
-            Some(s) if s.live && s.generation == id.generation => {
-                s.live = false;
+            Some(s) if s.holds(id) => {
                 s.generation = s.generation.wrapping_add(1);
                 self.free.push(id.idx);
                 self.live -= 1;
@@ -68,11 +91,7 @@ impl<T> Slab<T> {
 
     /// Ids of the live slots, in slot order.
     pub(crate) fn ids(&self) -> impl Iterator<Item = Id> + '_ {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.live)
-            .map(|(i, s)| Id { idx: i as u32, generation: s.generation })
+        self.slots.iter().enumerate().filter(|(_, s)| s.live()).map(|(i, s)| s.id(i as u32))
     }
 
     /// Slots ever allocated (the high-water mark of requests in flight).
@@ -96,5 +115,20 @@ mod tests {
         assert_eq!(s.get(b), Some(&2));
         assert!(!s.remove(a));
         assert_eq!(s.capacity(), 1);
+    }
+
+    #[test]
+    fn generations_stay_odd_across_wraparound() {
+        let mut s = Slab::new();
+        let a = s.insert(1);
+        s.slots[0].generation = u32::MAX; // live, about to wrap
+        let a = Id { generation: NonZeroU32::new(u32::MAX).unwrap(), ..a };
+        assert!(s.remove(a)); // generation 0: free
+        assert!(s.ids().next().is_none());
+        let b = s.insert(2);
+        assert_eq!(b.generation.get(), 1);
+        assert_eq!(s.get(a), None);
+        assert_eq!(s.get(b), Some(&2));
+        assert_eq!(std::mem::size_of::<Option<Id>>(), 8);
     }
 }

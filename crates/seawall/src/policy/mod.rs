@@ -42,6 +42,7 @@
 mod config;
 mod outcome;
 
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -124,39 +125,103 @@ impl Attempt {
 }
 
 /// The state of one logical call. Create with [`RetryPolicy::start`].
-#[derive(Debug)]
+///
+/// Kept small, because a simulator holds millions at once (a synchronised reconnect herd): the
+/// optional deadline and budget withdrawal are a plain value plus a bit in `flags` rather than
+/// `Option`s (each would pad to twice its size), and the last wait is stored as a `Duration`'s
+/// two parts so they pack with the other 32-bit fields. Nothing per call points into the policy:
+/// budget, breaker, control and metrics are borrowed from it at decision time.
 pub struct Call {
-    attempts: u32,
-    in_flight: bool,
-    finished: bool,
-    safe_to_retry: bool,
-    replayable: bool,
-    deadline: Option<Deadline>,
     /// The call's random stream, taken from the policy's [`SeedSource`] on the call's first draw:
     /// most calls never draw (no retry, no breaker, a budget that does not draw on admission),
     /// and seeding costs more than the rest of a successful call's decisions.
     rng: Option<SeededRng>,
-    prev_wait: Duration,
-    paid: Option<Withdrawal>,
+    /// The deadline's instant in nanoseconds; meaningful only with [`Call::DEADLINE`].
+    deadline: u64,
+    /// The last wait's whole seconds ([`Duration::as_secs`]).
+    prev_wait_secs: u64,
     permit: Option<BreakerPermit>,
+    attempts: u32,
+    /// The last wait's sub-second nanoseconds ([`Duration::subsec_nanos`]).
+    prev_wait_nanos: u32,
+    /// The cost of the budget withdrawal held; meaningful only with [`Call::PAID`].
+    paid: u32,
+    flags: u8,
     last: Option<Class>,
     role: Role,
 }
 
 impl Call {
+    const IN_FLIGHT: u8 = 1;
+    const FINISHED: u8 = 1 << 1;
+    const SAFE_TO_RETRY: u8 = 1 << 2;
+    const REPLAYABLE: u8 = 1 << 3;
+    const DEADLINE: u8 = 1 << 4;
+    const PAID: u8 = 1 << 5;
+
+    #[inline(always)]
+    fn has(&self, flag: u8) -> bool {
+        self.flags & flag != 0
+    }
+
+    #[inline(always)]
+    fn set(&mut self, flag: u8, on: bool) {
+        if on {
+            self.flags |= flag;
+        } else {
+            self.flags &= !flag;
+        }
+    }
+
     /// Attempts sent so far.
     pub fn attempts(&self) -> u32 {
         self.attempts
     }
 
     /// The call's deadline.
+    #[inline(always)]
     pub fn deadline(&self) -> Option<Deadline> {
-        self.deadline
+        self.has(Self::DEADLINE).then(|| Deadline::at(Instant::from_nanos(self.deadline)))
     }
 
     /// Whether the call has reached success or give-up.
     pub fn is_finished(&self) -> bool {
-        self.finished
+        self.has(Self::FINISHED)
+    }
+
+    fn in_flight(&self) -> bool {
+        self.has(Self::IN_FLIGHT)
+    }
+
+    /// The withdrawal held for the retry under way, if any, handed over.
+    #[inline(always)]
+    fn take_paid(&mut self) -> Option<Withdrawal> {
+        let w = self.has(Self::PAID).then(|| Withdrawal::new(self.paid));
+        self.set(Self::PAID, false);
+        w
+    }
+
+    fn prev_wait(&self) -> Duration {
+        Duration::new(self.prev_wait_secs, self.prev_wait_nanos)
+    }
+}
+
+impl fmt::Debug for Call {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Call")
+            .field("attempts", &self.attempts)
+            .field("in_flight", &self.in_flight())
+            .field("finished", &self.is_finished())
+            .field("safe_to_retry", &self.has(Self::SAFE_TO_RETRY))
+            .field("replayable", &self.has(Self::REPLAYABLE))
+            .field("deadline", &self.deadline())
+            .field("rng", &self.rng)
+            .field("prev_wait", &self.prev_wait())
+            .field("paid", &self.has(Self::PAID).then(|| Withdrawal::new(self.paid)))
+            .field("permit", &self.permit)
+            .field("last", &self.last)
+            .field("role", &self.role)
+            .finish()
     }
 }
 
@@ -251,17 +316,25 @@ impl<B: Budget> RetryPolicy<B> {
         request: RequestInfo,
         deadline: Option<Deadline>,
     ) -> Call {
+        let mut flags = 0;
+        if request.safe_to_retry {
+            flags |= Call::SAFE_TO_RETRY;
+        }
+        if request.replayable {
+            flags |= Call::REPLAYABLE;
+        }
+        if deadline.is_some() {
+            flags |= Call::DEADLINE;
+        }
         Call {
             role,
             attempts: 0,
-            in_flight: false,
-            finished: false,
-            safe_to_retry: request.safe_to_retry,
-            replayable: request.replayable,
-            deadline,
+            flags,
+            deadline: deadline.map_or(0, |d| d.instant().as_nanos()),
             rng: None,
-            prev_wait: Duration::ZERO,
-            paid: None,
+            prev_wait_secs: 0,
+            prev_wait_nanos: 0,
+            paid: 0,
             permit: None,
             last: None,
         }
@@ -274,10 +347,10 @@ impl<B: Budget> RetryPolicy<B> {
     }
 
     fn finish(&self, call: &mut Call, now: Instant, outcome: Result<(), GiveUpReason>) {
-        if let Some(w) = call.paid.take() {
+        if let Some(w) = call.take_paid() {
             self.budget.release(now, w);
         }
-        call.finished = true;
+        call.set(Call::FINISHED, true);
         self.metrics.call_ended(call.attempts, outcome);
     }
 
@@ -293,11 +366,11 @@ impl<B: Budget> RetryPolicy<B> {
     /// [`GiveUpReason::AttemptsExhausted`] rather than panicking.
     #[inline(always)]
     pub fn before_attempt(&self, call: &mut Call, now: Instant) -> Result<Attempt, GiveUp> {
-        if call.finished || call.in_flight {
+        if call.is_finished() || call.in_flight() {
             return Err(GiveUp::new(GiveUpReason::AttemptsExhausted, call.role, call.last));
         }
         let retry = call.attempts > 0;
-        let time_left = call.deadline.map(|d| d.remaining(now));
+        let time_left = call.deadline().map(|d| d.remaining(now));
         if let Some(left) = time_left
             && (left.is_zero() || left < self.cfg.min_time_left)
         {
@@ -322,7 +395,7 @@ impl<B: Budget> RetryPolicy<B> {
             return Err(self.give_up(call, now, GiveUpReason::ThrottledLocally));
         }
         call.attempts += 1;
-        call.in_flight = true;
+        call.set(Call::IN_FLIGHT, true);
         self.metrics.attempt_sent(retry);
         let timeout = match (self.cfg.per_try_timeout, time_left) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -342,14 +415,14 @@ impl<B: Budget> RetryPolicy<B> {
         class: Class,
         hint: Hint,
     ) -> Decision {
-        if call.finished || !call.in_flight {
+        if call.is_finished() || !call.in_flight() {
             return Decision::GiveUp(GiveUp::new(
                 GiveUpReason::AttemptsExhausted,
                 call.role,
                 call.last,
             ));
         }
-        call.in_flight = false;
+        call.set(Call::IN_FLIGHT, false);
         call.last = Some(class);
         let cause = match class {
             Class::Success | Class::NeverRetry => None,
@@ -364,7 +437,7 @@ impl<B: Budget> RetryPolicy<B> {
             (Class::Success, None) => AttemptOutcome::Answered,
             (_, None) => AttemptOutcome::Rejected,
         };
-        self.budget.record(now, call.paid.take(), outcome);
+        self.budget.record(now, call.take_paid(), outcome);
         if let (Some(b), Some(p)) = (&self.breaker, call.permit.take()) {
             let draw = self.rng(call).next_f64();
             b.record_with_draw(now, p, cause.is_none(), draw);
@@ -384,9 +457,11 @@ impl<B: Budget> RetryPolicy<B> {
             Some(GiveUpReason::ServerSaidDontRetry)
         } else if call.attempts >= self.cfg.max_attempts || call.role == Role::FailFast {
             Some(GiveUpReason::AttemptsExhausted)
-        } else if !call.replayable {
+        } else if !call.has(Call::REPLAYABLE) {
             Some(GiveUpReason::NotReplayable)
-        } else if !call.safe_to_retry && class != Class::Retryable(Transient::ConnectRefused) {
+        } else if !call.has(Call::SAFE_TO_RETRY)
+            && class != Class::Retryable(Transient::ConnectRefused)
+        {
             Some(GiveUpReason::NotIdempotent)
         } else if !self.control.allows_retry(self.rng(call).next_f64()) {
             Some(GiveUpReason::RetriesDisabled)
@@ -399,7 +474,7 @@ impl<B: Budget> RetryPolicy<B> {
 
         let throttled = cause == RetryCause::Throttled;
         let retry_no = call.attempts; // the retry about to be scheduled: 1 after the first attempt
-        let prev_wait = call.prev_wait;
+        let prev_wait = call.prev_wait();
         let mut wait = self.cfg.backoff.delay(retry_no, throttled, prev_wait, self.rng(call));
         if let Hint::After(h) = hint {
             if h > self.cfg.max_wait {
@@ -414,18 +489,22 @@ impl<B: Budget> RetryPolicy<B> {
         } else {
             wait = wait.min(self.cfg.max_wait);
         }
-        if let Some(d) = call.deadline
+        if let Some(d) = call.deadline()
             && wait + self.cfg.min_time_left > d.remaining(now)
         {
             return Decision::GiveUp(self.give_up(call, now, GiveUpReason::DeadlineTooClose));
         }
         match self.budget.withdraw(now, cause) {
-            Some(w) => call.paid = Some(w),
+            Some(w) => {
+                call.paid = w.cost();
+                call.set(Call::PAID, true);
+            }
             None => {
                 return Decision::GiveUp(self.give_up(call, now, GiveUpReason::BudgetExhausted));
             }
         }
-        call.prev_wait = wait;
+        call.prev_wait_secs = wait.as_secs();
+        call.prev_wait_nanos = wait.subsec_nanos();
         Decision::Retry { after: wait }
     }
 
@@ -435,7 +514,7 @@ impl<B: Budget> RetryPolicy<B> {
     /// returns the give-up to report. A call that is not waiting for a retry (finished, or an
     /// attempt in flight) is left as it is and gets [`GiveUpReason::AttemptsExhausted`].
     pub fn cancel_retry(&self, call: &mut Call, now: Instant) -> GiveUp {
-        if call.finished || call.in_flight {
+        if call.is_finished() || call.in_flight() {
             return GiveUp::new(GiveUpReason::AttemptsExhausted, call.role, call.last);
         }
         self.give_up(call, now, GiveUpReason::NotReplayable)
@@ -444,12 +523,12 @@ impl<B: Budget> RetryPolicy<B> {
     /// The caller abandoned the call (cancelled, dropped): releases what it held and counts a
     /// give-up with [`GiveUpReason::Abandoned`] if it had not finished. Idempotent.
     pub fn abandon(&self, call: &mut Call, now: Instant) {
-        if call.finished {
+        if call.is_finished() {
             return;
         }
-        if call.in_flight {
-            call.in_flight = false;
-            self.budget.record(now, call.paid.take(), AttemptOutcome::Abandoned);
+        if call.in_flight() {
+            call.set(Call::IN_FLIGHT, false);
+            self.budget.record(now, call.take_paid(), AttemptOutcome::Abandoned);
             if let (Some(b), Some(p)) = (&self.breaker, call.permit.take()) {
                 b.release(p);
             }

@@ -370,3 +370,26 @@ fn a_cancelled_retry_ends_the_call_once_as_not_replayable() {
     assert_eq!(s.give_ups(GiveUpReason::NotReplayable), 1);
     assert_eq!(s.give_ups(GiveUpReason::Abandoned), 0);
 }
+
+/// A simulator holds one `Call` per call in flight, millions at once in a synchronised
+/// reconnect herd (issue 17's budget: ≤ 128 B per call in flight, attempts and timers
+/// included). 88 B today, most of it the lazily seeded random stream (40 B) and the breaker
+/// permit (16 B): a field that grows it fails here.
+#[test]
+fn a_call_stays_small() {
+    assert!(std::mem::size_of::<Call>() <= 88, "Call grew to {} B", std::mem::size_of::<Call>());
+}
+
+#[test]
+fn a_call_keeps_its_deadline_and_last_wait_exactly() {
+    let p = RetryPolicy::new(PolicyConfig::default(), Unlimited).with_seed(3);
+    let d = Deadline::at(Instant::from_nanos(u64::MAX));
+    let call = p.start(T0, RequestInfo::idempotent(), Some(d));
+    assert_eq!(call.deadline(), Some(d));
+    assert_eq!(p.start(T0, RequestInfo::idempotent(), None).deadline(), None);
+    let mut call = call;
+    let wait = Duration::new(u64::MAX, 999_999_999);
+    call.prev_wait_secs = wait.as_secs();
+    call.prev_wait_nanos = wait.subsec_nanos();
+    assert_eq!(call.prev_wait(), wait);
+}
