@@ -64,13 +64,13 @@ fn series(c: &AlertConfig, r: &Rates) -> Result<Vec<(String, String)>, String> {
     let bad = r.edge - r.good;
     Ok(match c.dialect {
         Dialect::Seawall => vec![
-            s("seawall_server_throughput_total", l(&e, &[])?, counter(100.0, r.edge)),
-            s("seawall_server_goodput_total", l(&e, &[])?, counter(100.0, r.good)),
-            s("seawall_server_throughput_total", l(&d, &[])?, counter(100.0, r.dep)),
-            s("seawall_client_call_started_total", l(&e, &[])?, counter(100.0, r.edge)),
-            s("seawall_client_attempt_started_total", l(&e, &[])?, counter(100.0, r.dep)),
-            s("seawall_client_retry_overflow_total", l(&e, &[])?, counter(0.0, r.overflow)),
-            s("seawall_server_oldest_queued_seconds", l(&d, &[])?, gauge(0.0, r.queue_s)),
+            s(crate::names::SERVER_THROUGHPUT, l(&e, &[])?, counter(100.0, r.edge)),
+            s(crate::names::SERVER_GOODPUT, l(&e, &[])?, counter(100.0, r.good)),
+            s(crate::names::SERVER_THROUGHPUT, l(&d, &[])?, counter(100.0, r.dep)),
+            s(crate::names::CLIENT_CALLS, l(&e, &[])?, counter(100.0, r.edge)),
+            s(crate::names::CLIENT_ATTEMPTS, l(&e, &[])?, counter(100.0, r.dep)),
+            s(crate::names::CLIENT_RETRY_OVERFLOW, l(&e, &[])?, counter(0.0, r.overflow)),
+            s(crate::names::SERVER_OLDEST_QUEUED, l(&d, &[])?, gauge(0.0, r.queue_s)),
         ],
         Dialect::Grpc => vec![
             s(
