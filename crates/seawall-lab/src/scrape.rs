@@ -64,10 +64,12 @@ impl Admin {
             .map_err(|e| LabError::Http(format!("{base}/lab/stats: {e}")))?;
         let (status, page) = self.send(Method::GET, format!("{base}/metrics")).await?;
         if status == 200 {
-            let page = String::from_utf8_lossy(&page);
-            s.attempts_sent = prom::counter(&page, "seawall_client_attempt_started_total");
-            s.retries_sent = prom::counter(&page, "seawall_client_retries_total");
-            s.budget_refusals = prom::counter(&page, "seawall_client_retry_overflow_total");
+            use seawall::metrics::names;
+            let page = prom::Page::parse(&String::from_utf8_lossy(&page))
+                .map_err(|e| LabError::Http(format!("{base}/metrics: {e}")))?;
+            s.attempts_sent = page.counter(names::CLIENT_ATTEMPTS);
+            s.retries_sent = page.counter(names::CLIENT_RETRIES);
+            s.budget_refusals = page.counter(names::CLIENT_RETRY_OVERFLOW);
         }
         Ok(s)
     }

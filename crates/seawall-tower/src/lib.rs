@@ -26,5 +26,5 @@ pub mod wire;
 
 #[cfg(any(feature = "client", feature = "server"))]
 pub mod admin;
-#[cfg(any(feature = "client", feature = "prometheus"))]
+#[cfg(any(feature = "client-prometheus", feature = "prometheus"))]
 mod exposition;

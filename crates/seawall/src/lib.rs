@@ -52,6 +52,7 @@ pub mod grpc;
 pub mod hint;
 pub mod metrics;
 pub mod policy;
+pub mod reason;
 pub mod rng;
 pub mod time;
 

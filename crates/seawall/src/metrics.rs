@@ -1,15 +1,71 @@
 //! Counters every part reports into: calls, attempts, retries, give-ups by reason.
 //!
-//! Plain relaxed atomics; exporters (Prometheus, OpenTelemetry) live with the middleware and read
-//! a [`Snapshot`]. The signal to watch is attempts per logical call: a
-//! healthy client sits at ≈ 1.0, a storm pushes it towards the attempt cap.
+//! Plain relaxed atomics, and the only counting on the hot path: exporters (the middleware's
+//! Prometheus and OpenTelemetry views) read a [`Snapshot`] at scrape time, under the names in
+//! [`names`]. The signal to watch is attempts per logical call: a healthy client sits at
+//! ≈ 1.0, a storm pushes it towards the attempt cap.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
-use crate::policy::GiveUpReason;
+use crate::reason::GiveUpReason;
 
 /// Largest attempt count with its own histogram bucket; longer calls land in the last bucket.
 pub const MAX_TRACKED_ATTEMPTS: usize = 8;
+
+/// Attempt numbers with a counter of their own (`1`, …, `10`); the last also counts any later
+/// attempt.
+pub const ATTEMPT_NUMBERS: usize = 10;
+
+/// Upper bounds of the call-duration buckets, in nanoseconds: 1 ms doubling to 16.4 s (15
+/// buckets, as Prometheus' `exponential_buckets(0.001, 2.0, 15)`), then `+Inf`.
+pub const DURATION_BOUNDS_NS: [u64; 15] = {
+    let mut b = [0; 15];
+    let mut i = 0;
+    while i < 15 {
+        b[i] = 1_000_000 << i;
+        i += 1;
+    }
+    b
+};
+
+/// Number of call-duration buckets: [`DURATION_BOUNDS_NS`] and `+Inf`.
+pub const DURATION_BUCKETS: usize = DURATION_BOUNDS_NS.len() + 1;
+
+/// The exported metric names, defined once: the middleware's exporters register these and
+/// `seawall-detect` reads them.
+pub mod names {
+    /// Logical calls (counter).
+    pub const CLIENT_CALLS: &str = "seawall_client_call_started_total";
+    /// Attempts sent, label `attempt` (counter).
+    pub const CLIENT_ATTEMPTS: &str = "seawall_client_attempt_started_total";
+    /// Attempts after the first (counter).
+    pub const CLIENT_RETRIES: &str = "seawall_client_retries_total";
+    /// Calls given up, label `reason` (counter).
+    pub const CLIENT_GIVE_UPS: &str = "seawall_client_give_up_total";
+    /// Retries refused by the budget or local throttling
+    /// ([`GiveUpReason::is_retry_overflow`](crate::reason::GiveUpReason::is_retry_overflow)),
+    /// counter.
+    pub const CLIENT_RETRY_OVERFLOW: &str = "seawall_client_retry_overflow_total";
+    /// The policy's circuit breaker: 0 closed, 1 open, 2 half-open (gauge).
+    pub const CLIENT_BREAKER_STATE: &str = "seawall_client_breaker_state";
+    /// Duration of successful logical calls, seconds (histogram).
+    pub const CLIENT_CALL_DURATION: &str = "seawall_client_call_duration_seconds";
+    /// Successful logical calls: the count of the call-duration histogram.
+    pub const CLIENT_CALL_SUCCESSES: &str = "seawall_client_call_duration_seconds_count";
+    /// Responses the server's handler produced, any status (counter).
+    pub const SERVER_THROUGHPUT: &str = "seawall_server_throughput_total";
+    /// Successful responses produced before the caller's deadline (counter).
+    pub const SERVER_GOODPUT: &str = "seawall_server_goodput_total";
+    /// Requests answered by a server layer instead of the handler, label `reason` (counter).
+    pub const SERVER_REJECTED: &str = "seawall_server_rejected_total";
+    /// Requests running in the handler now (gauge).
+    pub const SERVER_IN_FLIGHT: &str = "seawall_server_in_flight";
+    /// Requests waiting in the shedding queue now (gauge).
+    pub const SERVER_QUEUE_LENGTH: &str = "seawall_server_queue_length";
+    /// Age of the oldest queued request, seconds (gauge).
+    pub const SERVER_OLDEST_QUEUED: &str = "seawall_server_oldest_queued_seconds";
+}
 
 /// Counters for one client (one policy).
 ///
@@ -18,11 +74,13 @@ pub const MAX_TRACKED_ATTEMPTS: usize = 8;
 /// so a call costs no counter of its own; attempts are first attempts plus retries.
 #[derive(Debug, Default)]
 pub struct Metrics {
-    first_attempts: AtomicU64,
+    /// Attempts by number: `[0]` is first attempts, the last also counts later ones.
+    attempts: [AtomicU64; ATTEMPT_NUMBERS],
     unsent: AtomicU64,
-    retries: AtomicU64,
     give_ups: [AtomicU64; GiveUpReason::COUNT],
     attempts_per_call: [AtomicU64; MAX_TRACKED_ATTEMPTS],
+    durations: [AtomicU64; DURATION_BUCKETS],
+    duration_sum_ns: AtomicU64,
 }
 
 /// A point-in-time copy of [`Metrics`].
@@ -41,6 +99,14 @@ pub struct Snapshot {
     pub give_ups: [u64; GiveUpReason::COUNT],
     /// Finished calls by number of attempts: `[0]` is 1 attempt, the last bucket is 8 or more.
     pub attempts_per_call: [u64; MAX_TRACKED_ATTEMPTS],
+    /// Attempts sent by attempt number: `[0]` is first attempts, the last bucket also counts
+    /// later attempts.
+    pub attempts_by_number: [u64; ATTEMPT_NUMBERS],
+    /// Successful calls by duration, per bucket (not cumulative): bucket `i` is at most
+    /// [`DURATION_BOUNDS_NS`]`[i]`, the last is `+Inf`. Fed by [`Metrics::call_took`].
+    pub durations: [u64; DURATION_BUCKETS],
+    /// Sum of the durations in [`durations`](Self::durations).
+    pub duration_sum: Duration,
 }
 
 impl Snapshot {
@@ -51,7 +117,23 @@ impl Snapshot {
 
     /// Retries refused by the budget or local throttling ("retry overflow").
     pub fn retry_overflow(&self) -> u64 {
-        self.give_ups(GiveUpReason::BudgetExhausted) + self.give_ups(GiveUpReason::ThrottledLocally)
+        GiveUpReason::ALL.iter().filter(|r| r.is_retry_overflow()).map(|&r| self.give_ups(r)).sum()
+    }
+
+    /// Adds `other`'s counts to these (several policies exported as one client).
+    pub fn add(&mut self, other: &Snapshot) {
+        fn sum<const N: usize>(a: &mut [u64; N], b: &[u64; N]) {
+            a.iter_mut().zip(b).for_each(|(a, b)| *a += b);
+        }
+        self.calls += other.calls;
+        self.attempts += other.attempts;
+        self.retries += other.retries;
+        self.successes += other.successes;
+        sum(&mut self.give_ups, &other.give_ups);
+        sum(&mut self.attempts_per_call, &other.attempts_per_call);
+        sum(&mut self.attempts_by_number, &other.attempts_by_number);
+        sum(&mut self.durations, &other.durations);
+        self.duration_sum += other.duration_sum;
     }
 
     /// Attempts per logical call (0 when there were no calls).
@@ -67,12 +149,20 @@ impl Metrics {
     }
 
     #[inline]
-    pub(crate) fn attempt_sent(&self, retry: bool) {
-        if retry {
-            self.retries.fetch_add(1, Ordering::Relaxed);
-        } else {
-            self.first_attempts.fetch_add(1, Ordering::Relaxed);
-        }
+    pub(crate) fn attempt_sent(&self, number: u32) {
+        let i = (number.max(1) as usize).min(ATTEMPT_NUMBERS) - 1;
+        self.attempts[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records the duration of a successful call, all attempts and waits included. The policy
+    /// does not know when a call ends on the caller's clock, so the adapter that measures it
+    /// reports it (the middleware does when an exporter is attached). Two relaxed adds.
+    pub fn call_took(&self, took: Duration) {
+        let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        let i =
+            DURATION_BOUNDS_NS.iter().position(|&b| ns <= b).unwrap_or(DURATION_BOUNDS_NS.len());
+        self.durations[i].fetch_add(1, Ordering::Relaxed);
+        self.duration_sum_ns.fetch_add(ns, Ordering::Relaxed);
     }
 
     #[inline]
@@ -96,7 +186,10 @@ impl Metrics {
         let attempts_per_call: [u64; MAX_TRACKED_ATTEMPTS] =
             std::array::from_fn(|i| load(&self.attempts_per_call[i]));
         let ended: u64 = attempts_per_call.iter().sum();
-        let (first, retries) = (load(&self.first_attempts), load(&self.retries));
+        let attempts_by_number: [u64; ATTEMPT_NUMBERS] =
+            std::array::from_fn(|i| load(&self.attempts[i]));
+        let first = attempts_by_number[0];
+        let retries: u64 = attempts_by_number[1..].iter().sum();
         Snapshot {
             calls: first + load(&self.unsent),
             attempts: first + retries,
@@ -104,6 +197,37 @@ impl Metrics {
             successes: ended.saturating_sub(give_ups.iter().sum()),
             give_ups,
             attempts_per_call,
+            attempts_by_number,
+            durations: std::array::from_fn(|i| load(&self.durations[i])),
+            duration_sum: Duration::from_nanos(load(&self.duration_sum_ns)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attempts_by_number_durations_and_overflow() {
+        let m = Metrics::new();
+        for n in [1, 2, 3, 12] {
+            m.attempt_sent(n);
+        }
+        m.call_ended(4, Err(GiveUpReason::BudgetExhausted));
+        m.call_ended(0, Err(GiveUpReason::ThrottledLocally));
+        m.call_ended(1, Err(GiveUpReason::AttemptsExhausted));
+        m.call_took(Duration::from_millis(3));
+        m.call_took(Duration::from_secs(60));
+        let s = m.snapshot();
+        assert_eq!(s.attempts_by_number, [1, 1, 1, 0, 0, 0, 0, 0, 0, 1]);
+        assert_eq!((s.calls, s.attempts, s.retries), (2, 4, 3));
+        assert_eq!(s.retry_overflow(), 2);
+        assert_eq!(s.durations[2], 1, "3 ms is in the 4 ms bucket");
+        assert_eq!(s.durations[DURATION_BUCKETS - 1], 1, "60 s is in +Inf");
+        assert_eq!(s.duration_sum, Duration::from_millis(60_003));
+        let mut twice = s.clone();
+        twice.add(&s);
+        assert_eq!((twice.calls, twice.retry_overflow()), (4, 4));
     }
 }

@@ -70,15 +70,15 @@ fn series(c: &AlertConfig, r: &Rates) -> Result<Vec<(String, String)>, String> {
             // With a caller named, the dependency's server counts what it answered in time;
             // the caller's attempts hold the rest.
             let received = if c.caller.is_empty() { r.dep } else { r.dep.min(r.edge) };
-            let attempts = "seawall_client_attempt_started_total";
+            let attempts = crate::names::CLIENT_ATTEMPTS;
             let mut v = vec![
-                s("seawall_server_throughput_total", l(&e, &[])?, counter(100.0, r.edge)),
-                s("seawall_server_goodput_total", l(&e, &[])?, counter(100.0, r.good)),
-                s("seawall_server_throughput_total", l(&d, &[])?, counter(100.0, received)),
-                s("seawall_client_call_started_total", l(&e, &[])?, counter(100.0, r.edge)),
+                s(crate::names::SERVER_THROUGHPUT, l(&e, &[])?, counter(100.0, r.edge)),
+                s(crate::names::SERVER_GOODPUT, l(&e, &[])?, counter(100.0, r.good)),
+                s(crate::names::SERVER_THROUGHPUT, l(&d, &[])?, counter(100.0, received)),
+                s(crate::names::CLIENT_CALLS, l(&e, &[])?, counter(100.0, r.edge)),
                 s(attempts, l(&e, &[])?, counter(100.0, r.dep)),
-                s("seawall_client_retry_overflow_total", l(&e, &[])?, counter(0.0, r.overflow)),
-                s("seawall_server_oldest_queued_seconds", l(&d, &[])?, gauge(0.0, r.queue_s)),
+                s(crate::names::CLIENT_RETRY_OVERFLOW, l(&e, &[])?, counter(0.0, r.overflow)),
+                s(crate::names::SERVER_OLDEST_QUEUED, l(&d, &[])?, gauge(0.0, r.queue_s)),
             ];
             let caller = s(attempts, l(&c.caller, &[])?, counter(100.0, r.dep));
             if !c.caller.is_empty() && !v.iter().any(|(name, _)| *name == caller.0) {

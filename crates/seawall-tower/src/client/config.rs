@@ -84,7 +84,12 @@ impl<Bu, C: Clone> LayerConfig<Bu, C> {
         self.edit(|s| s.classifier = classifier)
     }
 
-    pub(crate) fn with_metrics(self, metrics: Arc<ClientMetrics>) -> Self {
+    pub(crate) fn with_metrics(self, metrics: Arc<ClientMetrics>) -> Self
+    where
+        Bu: seawall::budget::Budget,
+    {
+        // The view reports this layer's policy's counters.
+        metrics.attach(self.shared.policy.metrics());
         self.edit(|s| s.metrics = Some(metrics))
     }
 }

@@ -163,9 +163,6 @@ impl<S, B: ReplayBody, RB, Bu: Budget, C: Clock> Ctx<S, B, RB, Bu, C> {
             RequestInfo::non_idempotent()
         };
         let call = policy.start_as(shared.role, started, info, deadline);
-        if let Some(m) = &shared.metrics {
-            m.call_started();
-        }
         Ctx {
             svc,
             shared,
@@ -193,11 +190,11 @@ impl<S, B: ReplayBody, RB, Bu: Budget, C: Clock> Ctx<S, B, RB, Bu, C> {
 
     /// The error for a call the policy gave up on, with what the last attempt produced.
     pub(crate) fn give_up(&self, g: GiveUp, last: LastOutcome<RB>) -> GaveUpError<RB> {
-        if let Some(m) = &self.shared.metrics {
-            m.gave_up(g.reason());
-            if let Some(b) = self.shared.policy.breaker() {
-                m.breaker_state(b.state(self.now()));
-            }
+        // The policy counted the give-up; the view's breaker gauge is set here.
+        if let Some(m) = &self.shared.metrics
+            && let Some(b) = self.shared.policy.breaker()
+        {
+            m.breaker_state(b.state(self.now()));
         }
         let (reason, overloaded) = (g.reason().as_str(), g.is_overloaded());
         tracing::debug!(reason, overloaded, "seawall: gave up");
@@ -208,11 +205,7 @@ impl<S, B: ReplayBody, RB, Bu: Budget, C: Clock> Ctx<S, B, RB, Bu, C> {
     /// report it with [`give_up`](Self::give_up).
     #[inline(always)]
     pub(crate) fn begin(&mut self, at: Instant) -> Result<Attempt, GiveUp> {
-        let attempt = self.shared.policy.before_attempt(&mut self.call, at)?;
-        if let Some(m) = &self.shared.metrics {
-            m.attempt_started(attempt.number());
-        }
-        Ok(attempt)
+        self.shared.policy.before_attempt(&mut self.call, at)
     }
 
     /// Drives the attempt `sending` (see [`Sending::poll_send`]). Its request is made when the
@@ -299,7 +292,7 @@ impl<S, B: ReplayBody, RB, Bu: Budget, C: Clock> Ctx<S, B, RB, Bu, C> {
         // An attempt in flight that succeeded always ends the call with a success.
         debug_assert_eq!(decision, Decision::Success);
         if let Some(m) = &shared.metrics {
-            m.succeeded(now - self.started);
+            m.succeeded(shared.policy.metrics(), now - self.started);
         }
     }
 
@@ -333,9 +326,6 @@ impl<S, B: ReplayBody, RB, Bu: Budget, C: Clock> Ctx<S, B, RB, Bu, C> {
             Decision::GiveUp(g) => match outcome {
                 // A 404 or 400 is the caller's answer, not a failure of the dependency.
                 LastOutcome::Response(resp) if g.reason() == GiveUpReason::NotRetryable => {
-                    if let Some(m) = &shared.metrics {
-                        m.gave_up(g.reason());
-                    }
                     Step::Done(Ok(resp))
                 }
                 other => Step::Done(Err(self.give_up(g, other))),

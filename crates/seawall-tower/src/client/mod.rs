@@ -64,6 +64,8 @@ pub mod middleware;
 #[cfg(feature = "otel")]
 #[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
 pub mod otel;
+#[cfg(feature = "client-prometheus")]
+mod prometheus;
 #[cfg(feature = "reqwest")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 pub mod reqwest;
@@ -77,5 +79,8 @@ pub use fail_fast::{FailFast, FailFastFuture, FailFastLayer};
 #[cfg(feature = "grpc")]
 #[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
 pub use future::ResponseFuture;
-pub use metrics::{ClientMetrics, metrics_response, metrics_text};
+pub use metrics::ClientMetrics;
+#[cfg(feature = "client-prometheus")]
+#[cfg_attr(docsrs, doc(cfg(feature = "client-prometheus")))]
+pub use prometheus::{metrics_response, metrics_text};
 pub use retry::{BoxError, GaveUpError, LastOutcome, Retry, RetryFuture, RetryLayer};

@@ -3,11 +3,12 @@
 //!
 //! # Why observable instruments
 //!
-//! [`ClientMetrics`] already counts everything, in relaxed atomics, on the hot path of every
-//! call. Recording each event a second time into OpenTelemetry counters would double that work
-//! for everyone who turns the feature on. So no count is recorded twice: `register_otel`
-//! registers *observable* instruments whose callbacks read the same atomics when the SDK
-//! collects (once per export interval), a handful of atomic loads per collection. Only the
+//! The policy's core counters ([`seawall::metrics::Metrics`], which [`ClientMetrics`] views)
+//! already count everything, in relaxed atomics, on the hot path of every call. Recording each
+//! event a second time into OpenTelemetry counters would double that work for everyone who
+//! turns the feature on. So no count is recorded twice: `register_otel` registers *observable*
+//! instruments whose callbacks read a snapshot of the same atomics when the SDK collects (once
+//! per export interval). Only the
 //! duration histogram is fed per call (below).
 //!
 //! The same counts therefore appear in both exports: the Prometheus registry (if you register
@@ -65,7 +66,7 @@ use std::sync::{Arc, Weak};
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::Meter;
 
-use crate::client::metrics::{ClientMetrics, OtelDuration};
+use crate::client::metrics::{ClientMetrics, OtelDuration, attempts_by_number, give_ups_by_reason};
 
 /// Logical calls started (observable counter, `{call}`).
 pub const CALL_STARTED: &str = "seawall.client.call.started";
@@ -133,31 +134,31 @@ impl ClientMetrics {
             .u64_observable_counter(CALL_STARTED)
             .with_description("Logical calls started")
             .with_unit("{call}")
-            .with_callback(plain(ClientMetrics::calls_started))
+            .with_callback(plain(|m| m.snapshot().calls))
             .build();
         meter
             .u64_observable_counter(ATTEMPT_STARTED)
             .with_description("Attempts sent, by attempt number")
             .with_unit("{attempt}")
-            .with_callback(labelled("attempt", |m| m.attempts_by_number().collect()))
+            .with_callback(labelled("attempt", |m| attempts_by_number(&m.snapshot()).collect()))
             .build();
         meter
             .u64_observable_counter(RETRIES)
             .with_description("Attempts after the first")
             .with_unit("{retry}")
-            .with_callback(plain(ClientMetrics::retries_started))
+            .with_callback(plain(|m| m.snapshot().retries))
             .build();
         meter
             .u64_observable_counter(GIVE_UP)
             .with_description("Calls given up, by reason")
             .with_unit("{call}")
-            .with_callback(labelled("reason", |m| m.give_ups_by_reason().collect()))
+            .with_callback(labelled("reason", |m| give_ups_by_reason(&m.snapshot()).collect()))
             .build();
         meter
             .u64_observable_counter(RETRY_OVERFLOW)
             .with_description("Retries refused by the budget or local throttling")
             .with_unit("{retry}")
-            .with_callback(plain(ClientMetrics::retry_overflows))
+            .with_callback(plain(|m| m.snapshot().retry_overflow()))
             .build();
         let (m, attrs) = (Arc::downgrade(self), base.clone());
         meter

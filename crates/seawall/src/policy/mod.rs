@@ -396,7 +396,7 @@ impl<B: Budget> RetryPolicy<B> {
         }
         call.attempts += 1;
         call.set(Call::IN_FLIGHT, true);
-        self.metrics.attempt_sent(retry);
+        self.metrics.attempt_sent(call.attempts);
         let timeout = match (self.cfg.per_try_timeout, time_left) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

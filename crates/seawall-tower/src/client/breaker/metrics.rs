@@ -1,14 +1,13 @@
-//! [`BreakerMetrics`]: what the breaker layer reports, as Prometheus metrics.
+//! [`BreakerMetrics`]: what the breaker layer counts, exported to Prometheus (feature
+//! `client-prometheus`) by a scrape-time collector over its atomics.
 
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::registry::Registry;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+
 use seawall::breaker::BreakerState;
 
-type Labels = [(&'static str, &'static str); 1];
-
-/// The breaker layer's Prometheus metrics; [`register`](Self::register) them, then hand them to
+/// The breaker layer's metrics; [`register`](Self::register) them (feature
+/// `client-prometheus`), then hand them to
 /// [`BreakerLayer::with_metrics`](super::BreakerLayer::with_metrics).
 ///
 /// | metric (Prometheus name) | type | labels |
@@ -22,52 +21,44 @@ type Labels = [(&'static str, &'static str); 1];
 /// [`ClientMetrics`](crate::client::ClientMetrics).)
 ///
 /// ```
+/// # #[cfg(feature = "client-prometheus")] {
 /// use prometheus_client::registry::Registry;
 /// use seawall_tower::client::{BreakerMetrics, metrics_text};
 ///
 /// let mut registry = Registry::default();
 /// BreakerMetrics::new().register(&mut registry);
 /// assert!(metrics_text(&registry).contains("seawall_client_breaker_layer_opened_total 0"));
+/// # }
 /// ```
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct BreakerMetrics {
-    pub(super) opened: Counter,
-    rejected_family: Family<Labels, Counter>,
-    pub(super) rejected_open: Counter,
-    pub(super) rejected_forced: Counter,
-    pub(super) probes: Counter,
-    state: Gauge,
+    // The layer increments these as it did prometheus-client's `Counter`s; the exporter holds
+    // clones of them.
+    pub(super) opened: Count,
+    pub(super) rejected_open: Count,
+    pub(super) rejected_forced: Count,
+    pub(super) probes: Count,
+    state: Arc<AtomicI64>,
 }
 
-impl Default for BreakerMetrics {
-    fn default() -> Self {
-        Self::new()
+/// One counter of a [`BreakerMetrics`]: a shared relaxed atomic.
+#[derive(Debug, Default, Clone)]
+pub(super) struct Count(Arc<AtomicU64>);
+
+impl Count {
+    pub(super) fn inc(&self) {
+        self.0.fetch_add(1, Relaxed);
+    }
+
+    fn get(&self) -> u64 {
+        self.0.load(Relaxed)
     }
 }
 
 impl BreakerMetrics {
     /// Fresh metrics, all zero.
     pub fn new() -> Self {
-        let rejected_family = Family::<Labels, Counter>::default();
-        let rejected_open = rejected_family.get_or_create(&[("reason", "open")]).clone();
-        let rejected_forced = rejected_family.get_or_create(&[("reason", "forced")]).clone();
-        BreakerMetrics {
-            opened: Counter::default(),
-            rejected_family,
-            rejected_open,
-            rejected_forced,
-            probes: Counter::default(),
-            state: Gauge::default(),
-        }
-    }
-
-    /// Registers every metric in `registry` under the names in the [table](BreakerMetrics).
-    pub fn register(&self, registry: &mut Registry) {
-        let r = registry.sub_registry_with_prefix("seawall_client_breaker_layer");
-        r.register("opened", "Times the breaker opened", self.opened.clone());
-        r.register("rejected", "Requests refused, by reason", self.rejected_family.clone());
-        r.register("probes", "Half-open probes let through", self.probes.clone());
-        r.register("state", "Breaker state: 0 closed, 1 open, 2 half-open", self.state.clone());
+        Self::default()
     }
 
     /// Times the breaker opened (a failed probe re-opening it included).
@@ -86,10 +77,78 @@ impl BreakerMetrics {
     }
 
     pub(super) fn set_state(&self, s: BreakerState) {
-        self.state.set(match s {
+        let v = match s {
             BreakerState::Closed => 0,
             BreakerState::Open => 1,
             BreakerState::HalfOpen => 2,
-        });
+        };
+        self.state.store(v, Relaxed);
+    }
+}
+
+#[cfg(feature = "client-prometheus")]
+mod export {
+    use prometheus_client::collector::Collector;
+    use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+    use prometheus_client::metrics::MetricType;
+    use prometheus_client::metrics::counter::ConstCounter;
+    use prometheus_client::metrics::gauge::ConstGauge;
+    use prometheus_client::registry::Registry;
+
+    use super::*;
+
+    /// Reads a [`BreakerMetrics`]' atomics at each scrape.
+    #[derive(Debug)]
+    struct BreakerCollector {
+        opened: Count,
+        rejected_open: Count,
+        rejected_forced: Count,
+        probes: Count,
+        state: Arc<AtomicI64>,
+    }
+
+    impl Collector for BreakerCollector {
+        fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+            let counter = |enc: &mut DescriptorEncoder, name, help, v: u64| {
+                let c = ConstCounter::new(v);
+                c.encode(enc.encode_descriptor(name, help, None, c.metric_type())?)
+            };
+            counter(&mut enc, "opened", "Times the breaker opened", self.opened.get())?;
+            let mut f = enc.encode_descriptor(
+                "rejected",
+                "Requests refused, by reason",
+                None,
+                MetricType::Counter,
+            )?;
+            for (reason, c) in [("open", &self.rejected_open), ("forced", &self.rejected_forced)] {
+                ConstCounter::new(c.get()).encode(f.encode_family(&[("reason", reason)])?)?;
+            }
+            counter(&mut enc, "probes", "Half-open probes let through", self.probes.get())?;
+            let g = ConstGauge::new(self.state.load(Relaxed));
+            g.encode(enc.encode_descriptor(
+                "state",
+                "Breaker state: 0 closed, 1 open, 2 half-open",
+                None,
+                g.metric_type(),
+            )?)
+        }
+    }
+
+    impl BreakerMetrics {
+        /// Registers every metric in `registry` under the names in the [table](BreakerMetrics),
+        /// read at each scrape.
+        #[cfg_attr(docsrs, doc(cfg(feature = "client-prometheus")))]
+        pub fn register(&self, registry: &mut Registry) {
+            let collector = BreakerCollector {
+                opened: self.opened.clone(),
+                rejected_open: self.rejected_open.clone(),
+                rejected_forced: self.rejected_forced.clone(),
+                probes: self.probes.clone(),
+                state: self.state.clone(),
+            };
+            registry
+                .sub_registry_with_prefix("seawall_client_breaker_layer")
+                .register_collector(Box::new(collector));
+        }
     }
 }
