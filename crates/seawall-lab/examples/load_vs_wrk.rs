@@ -5,7 +5,7 @@
 //! figure of its own; its equivalent is the highest rate it *sustains*: at least 99 % of the
 //! scheduled requests sent (not dropped late or at max in flight) and answered 2xx within the
 //! deadline.
-//! This example measures wrk's req/s, then runs `seawall load` (the library the CLI calls) at
+//! This example measures wrk's req/s (before and after), then runs `seawall load` (the library the CLI calls) at
 //! rising rates from a fraction of it (half by default) until a step is not sustained, and prints both and the ratio.
 //!
 //! ```text
@@ -99,11 +99,11 @@ fn seawall(url: &str, rate: f64, secs: u64, conns: usize) -> LoadResults {
 }
 
 /// The highest rate `seawall load` sustains with `conns` in flight, from `from` rps upwards by
-/// 15 % a step (at most 16 steps).
+/// 15 % a step (at most 24 steps: up to 28× the start).
 fn search(url: &str, from: f64, secs: u64, conns: usize) -> f64 {
     let mut rate = (from / 100.0).round().max(1.0) * 100.0;
     let mut best = 0.0;
-    for _ in 0..16 {
+    for _ in 0..24 {
         let r = seawall(url, rate, secs, conns);
         let (t, l) = (&r.load.totals, &r.load);
         // Sustained: at least 99 % of the scheduled requests sent and answered 2xx in time. (A
@@ -145,10 +145,14 @@ fn main() {
     let url = format!("http://127.0.0.1:{port}/");
     let mut lines = Vec::new();
     for c in conns {
-        let wrk_rps = wrk(&url, secs, c);
-        let best = search(&url, wrk_rps * start, secs, c);
+        // wrk before and after the search: the machine's load moves both figures, so the
+        // ratio is against their mean, and both are printed.
+        let before = wrk(&url, secs, c);
+        let best = search(&url, before * start, secs, c);
+        let after = wrk(&url, secs, c);
+        let wrk_rps = (before + after) / 2.0;
         lines.push(format!(
-            "{c} connections: wrk -t2 {wrk_rps:.0} req/s; seawall load highest sustained {best:.0} rps; ratio {:.2}",
+            "{c} connections: wrk -t2 {before:.0} then {after:.0} req/s; seawall load highest sustained {best:.0} rps; ratio {:.2}",
             best / wrk_rps
         ));
     }

@@ -217,7 +217,8 @@ impl LoadResults {
             max_lateness_ms: spec.bounds.max_lateness.as_millis() as u64,
             totals,
             latency_ms: Latency::of(&rec.overall),
-            max_lag_ms: rec.max_lag.as_secs_f64() * 1000.0,
+            // Whole microseconds, as the latencies: a value that survives a JSON round trip.
+            max_lag_ms: rec.max_lag.as_micros() as f64 / 1000.0,
             peak_in_flight: rec.peak_in_flight,
             peak_connections,
             per_second,

@@ -1,0 +1,31 @@
+//! One `seawall load` run at a fixed rate, for profiling the generator (e.g. under
+//! `valgrind --tool=callgrind`): prints what was offered, sent and answered.
+//!
+//! ```text
+//! cargo run --release -p seawall-lab --example load_fixed -- URL RATE SECONDS MAX_IN_FLIGHT
+//! ```
+
+use std::time::Duration;
+
+use seawall_lab::load::{LoadSpec, Schedule, Target, run_blocking};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let a: Vec<String> = std::env::args().skip(1).collect();
+    let [url, rate, secs, conns] = &a[..] else {
+        return Err("usage: load_fixed URL RATE SECONDS MAX_IN_FLIGHT".into());
+    };
+    let schedule = Schedule::constant(rate.parse()?, Duration::from_secs(secs.parse()?))?;
+    let spec = LoadSpec::new(
+        Target::parse(url)?,
+        "GET",
+        vec![],
+        "",
+        schedule,
+        Duration::from_millis(1000),
+        conns.parse()?,
+        Duration::from_millis(100),
+    )?;
+    let t = run_blocking(&spec, url, |_| {})?.load.totals;
+    println!("offered {} sent {} good {} dropped {}", t.offered, t.sent, t.good, t.dropped());
+    Ok(())
+}
