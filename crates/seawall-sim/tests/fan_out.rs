@@ -6,25 +6,11 @@
 //! sequence that goes on after a failure (the later dependency's attempts during the outage), or
 //! a single-owner rule that lets two layers on one path retry (the diamond's amplification).
 
-use std::path::{Path, PathBuf};
+mod common;
 
+use common::{run_file as run, scenario_file as scenario};
 use seawall_report::Run;
-use seawall_sim::{load, simulate};
-
-/// Writes `text` as a scenario file of this test and returns its path.
-fn scenario(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("seawall-fan-out-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{name}.toml"));
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-fn run(path: &Path, policy: &str, sets: &[&str]) -> Run {
-    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    let s = load(path.to_str().unwrap(), &sets).unwrap();
-    simulate(&s, &[policy.to_string()], 1, &mut |_, _| {}).unwrap().runs.remove(0)
-}
+use seawall_sim::load;
 
 /// An API tier calling three dependencies of 100 ms each (exponential), 300 ms edge deadline.
 const CHECKOUT: &str = r#"

@@ -11,24 +11,10 @@
 //! copies that do not spend from the budget (the outage's load with a throttle stays at
 //! max-attempts × the offered rate).
 
-use std::path::{Path, PathBuf};
+mod common;
 
+use common::{run_file as run, scenario_file as scenario};
 use seawall_report::Run;
-use seawall_sim::{load, simulate};
-
-fn scenario(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("seawall-hedging-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{name}.toml"));
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-fn run(path: &Path, policy: &str, sets: &[&str]) -> Run {
-    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    let s = load(path.to_str().unwrap(), &sets).unwrap();
-    simulate(&s, &[policy.to_string()], 1, &mut |_, _| {}).unwrap().runs.remove(0)
-}
 
 fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64

@@ -68,7 +68,7 @@
 //!
 //! The first of: a [`RequestDeadline`] in the request's middleware extensions
 //! (`.with_extension(RequestDeadline(d))` on reqwest-middleware's `RequestBuilder`); the deadline of the request the current task is serving
-//! ([`propagate::current`], set by the server `DeadlineLayer`); the middleware's
+//! ([`propagate::current`](crate::propagate::current), set by the server `DeadlineLayer`); the middleware's
 //! [`with_default_timeout`](RetryMiddleware::with_default_timeout). A deadline is an instant of
 //! a clock: build the middleware on the clock that made it ([`with_clock`](RetryMiddleware::with_clock)).
 //!
@@ -125,7 +125,6 @@ use crate::client::config::LayerConfig;
 use crate::client::metrics::ClientMetrics;
 use crate::client::retry::RetryFuture;
 use crate::client::{GaveUpError, LastOutcome};
-use crate::propagate;
 use crate::wire::RequestDeadline;
 
 /// The core [`RetryPolicy`] as a reqwest-middleware `Middleware` (see the [module docs](self)).
@@ -226,10 +225,9 @@ where
         extensions: &mut Extensions,
         next: Next<'_>,
     ) -> reqwest_middleware::Result<reqwest::Response> {
-        let deadline = extensions
-            .get::<RequestDeadline>()
-            .copied()
-            .or_else(|| propagate::current().map(RequestDeadline));
+        // The engine falls back to the deadline of the request the task serves
+        // (`propagate::current`), as for every client layer.
+        let deadline = extensions.get::<RequestDeadline>().copied();
         let req = outgoing(req, deadline);
         let next = NextService { next, extensions: extensions.clone() };
         match RetryFuture::new(next, self.config.for_service(), req).await {
