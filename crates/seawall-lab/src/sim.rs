@@ -34,8 +34,8 @@ use seawall_report::{Results, Source};
 use seawall_sim::Scenario;
 use seawall_sim::policy::Preset;
 use seawall_sim::scenario::{
-    Balance, DEFAULT_QUEUE_LIMIT, Degrade, Edge, FanOut, FaultKind as SimFault, FaultSpec,
-    OutageMode, PolicyOverride, RatePoint, ScenarioFile, Service, Tier,
+    DEFAULT_QUEUE_LIMIT, Degrade, Edge, FaultKind as SimFault, FaultSpec, OutageMode,
+    PolicyOverride, RatePoint, ScenarioFile, Service, Tier,
 };
 
 use crate::LabError;
@@ -80,12 +80,7 @@ pub fn scenario(params: &LabParams, stack: Stack) -> ScenarioFile {
         degrade: None,
         timeout_ms: Some(tier_timeout),
         retries: true,
-        instances: 1,
-        replicas: 1,
-        balance: Balance::default(),
-        calls: None,
-        fan_out: FanOut::default(),
-        contention_window_ms: None,
+        ..Tier::new(String::new())
     };
     let mut tiers: Vec<Tier> = [Role::Edge, Role::Gateway, Role::Order].map(proxy).into();
     let w = params.workers;
@@ -111,12 +106,7 @@ pub fn scenario(params: &LabParams, stack: Stack) -> ScenarioFile {
         }),
         timeout_ms: None,
         retries: true,
-        instances: 1,
-        replicas: 1,
-        balance: Balance::default(),
-        calls: None,
-        fan_out: FanOut::default(),
-        contention_window_ms: None,
+        ..Tier::new(String::new())
     });
     let mut faults = Vec::new();
     if let Some(f) = params.fault {

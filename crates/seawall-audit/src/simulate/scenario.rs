@@ -22,8 +22,8 @@ use std::collections::BTreeMap;
 use crate::model::{Budget, Graph};
 use seawall_sim::policy::Preset;
 use seawall_sim::scenario::{
-    BackoffKind, Balance, BudgetKind, ClientOverride, DEFAULT_QUEUE_LIMIT, Edge, FanOut,
-    FaultKind as SimFault, FaultSpec, OutageMode, PolicyOverride, ScenarioFile, Service, Tier,
+    BackoffKind, BudgetKind, ClientOverride, DEFAULT_QUEUE_LIMIT, Edge, FaultKind as SimFault,
+    FaultSpec, OutageMode, PolicyOverride, ScenarioFile, Service, Tier,
 };
 
 use super::fault::{Fault, FaultKind, SLOW_FACTOR};
@@ -293,12 +293,7 @@ pub fn build(
             degrade: None,
             timeout_ms: tier.client.as_ref().and_then(|c| c.per_try_ms).map(|ms| ms.max(1.0)),
             retries: tier.client.as_ref().is_none_or(|c| c.attempts > 1),
-            instances: 1,
-            replicas: 1,
-            balance: Balance::default(),
-            calls: None,
-            fan_out: FanOut::default(),
-            contention_window_ms: None,
+            ..Tier::new(String::new())
         });
     }
     let faults = faults(graph, &l, fault, &mut notes);

@@ -209,6 +209,29 @@ pub enum Balance {
     LeastRequests,
 }
 
+impl Tier {
+    /// A tier called `name` with every other field at the value a file that omits it gets:
+    /// unlimited workers, the default queue, no service time, retries on, one instance and
+    /// replica, a chain's calls. Build the fields you set with struct update syntax over it.
+    pub fn new(name: impl Into<String>) -> Tier {
+        Tier {
+            name: name.into(),
+            workers: 0,
+            queue_limit: default_queue_limit(),
+            service: Service::default(),
+            degrade: None,
+            timeout_ms: None,
+            retries: yes(),
+            instances: one(),
+            replicas: one(),
+            balance: Balance::default(),
+            calls: None,
+            fan_out: FanOut::default(),
+            contention_window_ms: None,
+        }
+    }
+}
+
 fn yes() -> bool {
     true
 }
