@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Engine speed with its anchor, in one run: the Rust engine on the catalog (cargo bench), then
-# the SimPy model of `bronson` under `naive`. Installs simpy into target/simpy-venv if missing.
+# Engine speed with its anchors, in one run: the Rust engine on the catalog (cargo bench), then
+# the SimPy model of `bronson` under `naive`, then a minimal binary-heap DES of the same model
+# (benches/bronson_heap.rs). Installs simpy into target/simpy-venv if missing.
 #
 #   bash crates/seawall-sim/benches/run.sh
 set -euo pipefail
@@ -17,3 +18,8 @@ cargo bench -p seawall-sim --bench engine -- bronson bronson:600 verify reconnec
 rust=$(awk '$1=="bronson:600" && $2=="naive" {print $4}' target/sim-bench.txt)
 simpy=$(python3 -c 'import json,sys; print(json.load(open("target/simpy-bench.txt"))["wall_s"])')
 python3 -c "print(f'bronson/naive, 600 s simulated, wall: seawall-sim {float($rust):.4f} s, SimPy {float($simpy):.3f} s, ratio {float($simpy)/float($rust):.0f}x')"
+cargo bench -p seawall-sim --bench bronson_heap -- 1 600 | tee target/heap-bench.txt
+heap=$(python3 -c 'import json; print(json.load(open("target/heap-bench.txt"))["wall_s"])')
+heap_eps=$(python3 -c 'import json; print(json.load(open("target/heap-bench.txt"))["events_per_s"])')
+rust_eps=$(awk '$1=="bronson:600" && $2=="naive" {print $5}' target/sim-bench.txt)
+python3 -c "print(f'bronson/naive, 600 s simulated: seawall-sim {float($rust):.4f} s ({float($rust_eps)/1e6:.1f} M events/s), minimal heap DES {float($heap):.4f} s ({float($heap_eps)/1e6:.1f} M events/s); seawall-sim wall / heap wall {float($rust)/float($heap):.2f}')"
