@@ -32,6 +32,7 @@ entries!(
     "reconnect-herd",
     "traffic-spike",
     "fleet",
+    "huang-retry",
 );
 
 /// The default scenario's name.
