@@ -89,7 +89,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         json
     } else {
         let (j, h) = (json_path.display(), html_path.display());
-        format!("{}wrote {j} and {h}\n", seawall_report::render_table(&results))
+        let hedging = seawall_report::render_hedging(&results);
+        let hedging = if hedging.is_empty() { hedging } else { format!("\n{hedging}") };
+        format!("{}{hedging}wrote {j} and {h}\n", seawall_report::render_table(&results))
     };
     print(&text)
 }

@@ -139,6 +139,7 @@ pub fn to_run(params: &LabParams, m: &Measured) -> (Run, LabFigures) {
         goodput_after: sum.goodput_after,
         wasted_work: ratio(last.wasted as f64, last.completed as f64),
         events: offered as u64,
+        hedging: Vec::new(),
         series,
     };
     (run, figures)

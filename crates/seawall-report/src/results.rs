@@ -89,8 +89,33 @@ pub struct Run {
     pub wasted_work: f64,
     /// Events processed (simulation) or requests sent (lab).
     pub events: u64,
+    /// Hedging at each client layer that hedges, top first; empty (and left out of the JSON)
+    /// when none does.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hedging: Vec<Hedging>,
     /// Per-second series.
     pub series: Series,
+}
+
+/// What one hedging client layer did over a run (gRFC A6 hedging: a copy of the call every
+/// hedging delay until one succeeds). A *hedge* is a copy after the first; the first copy is
+/// the attempt that would have been sent without hedging.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hedging {
+    /// The calling side: `"edge"` or the calling tier's name.
+    pub caller: String,
+    /// The tier called.
+    pub tier: String,
+    /// Hedges sent.
+    pub sent: u64,
+    /// Hedges whose success decided their call (the hedge answered first).
+    pub won: u64,
+    /// Hedges still in flight when another copy decided the call, cancelled downstream. Without
+    /// cancellation the losers run on (counted as wasted work, not here).
+    pub cancelled: u64,
+    /// Hedges that were due but not sent because the layer's budget (the gRPC token bucket at
+    /// or below half) refused them.
+    pub refused: u64,
 }
 
 /// A scenario run under one or more policies.

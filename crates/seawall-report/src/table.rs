@@ -33,19 +33,65 @@ pub fn render_table(results: &Results) -> String {
         row[0] = clip(&row[0], MAX_NAME);
         rows.push(row);
     }
-    let mut widths = [0usize; 8];
-    for row in &rows {
+    aligned(&rows, 2)
+}
+
+/// Column headers of the hedging table, left to right.
+pub(crate) const HEDGING_HEADERS: [&str; 6] =
+    ["policy", "hedged layer", "hedges sent", "won", "cancelled", "refused"];
+
+/// Renders what each hedging client layer did, one row per run and layer — hedges (copies after
+/// the first) sent, won (answered first with a success), cancelled (losers stopped) and refused
+/// by the budget — under a title line; an empty string when no run hedges, so a report of a
+/// scenario without hedging shows nothing of it.
+pub fn render_hedging(results: &Results) -> String {
+    let body = hedging_rows(results);
+    if body.is_empty() {
+        return String::new();
+    }
+    let mut rows: Vec<[String; 6]> = vec![HEDGING_HEADERS.map(String::from)];
+    rows.extend(body.into_iter().map(|mut r| {
+        r[0] = clip(&r[0], MAX_NAME);
+        r[1] = clip(&r[1], 2 * MAX_NAME);
+        r
+    }));
+    format!("hedging (a hedge is a copy of a call after the first)\n{}", aligned(&rows, 2))
+}
+
+/// The hedging cells of every run, in [`HEDGING_HEADERS`] order (names unclipped, not escaped).
+pub(crate) fn hedging_rows(results: &Results) -> Vec<[String; 6]> {
+    let mut rows = Vec::new();
+    for run in &results.runs {
+        for h in &run.hedging {
+            rows.push([
+                printable(&run.policy),
+                printable(&format!("{} → {}", h.caller, h.tier)),
+                h.sent.to_string(),
+                h.won.to_string(),
+                h.cancelled.to_string(),
+                h.refused.to_string(),
+            ]);
+        }
+    }
+    rows
+}
+
+/// Rows as plain-text lines, columns padded to their widest cell: the first `left` columns
+/// read left to right, the others (numbers) line up on their last character.
+fn aligned<const N: usize>(rows: &[[String; N]], left: usize) -> String {
+    let mut widths = [0usize; N];
+    for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
     }
     let mut out = String::new();
-    for row in &rows {
+    for row in rows {
         let mut line = String::new();
         for (i, (cell, w)) in row.iter().zip(widths).enumerate() {
             let pad = " ".repeat(w - cell.chars().count());
             // Names and verdicts read left to right; numbers line up on their last digit.
-            if i < 2 {
+            if i < left {
                 line.push_str(cell);
                 line.push_str(&pad);
             } else {

@@ -60,6 +60,16 @@ fn run(rng: &mut Rng) -> Run {
         goodput_after: rng.value(),
         wasted_work: rng.value(),
         events: rng.next(),
+        hedging: (0..rng.below(3))
+            .map(|_| seawall_report::Hedging {
+                caller: rng.name(),
+                tier: rng.name(),
+                sent: rng.next(),
+                won: rng.next(),
+                cancelled: rng.next(),
+                refused: rng.next(),
+            })
+            .collect(),
         series: Series {
             t,
             edge_rps: rng.values(),

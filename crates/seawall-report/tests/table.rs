@@ -46,3 +46,29 @@ fn degenerate_inputs() {
     assert!(t.contains("line?break"));
     assert!(t.contains('—'));
 }
+
+#[test]
+fn hedging_shows_only_when_a_run_hedges() {
+    let mut r = results();
+    assert_eq!(seawall_report::render_hedging(&r), "");
+    assert!(!seawall_report::render_html(&r).contains("Hedging"));
+    r.runs[1].hedging.push(seawall_report::Hedging {
+        caller: "edge".into(),
+        tier: "db".into(),
+        sent: 359,
+        won: 223,
+        cancelled: 120,
+        refused: 7,
+    });
+    let t = seawall_report::render_hedging(&r);
+    let lines: Vec<&str> = t.lines().collect();
+    assert_eq!(lines.len(), 3, "{t}");
+    assert!(lines[1].starts_with("policy") && lines[1].ends_with("refused"), "{t}");
+    assert!(lines[2].starts_with("seawall  edge → db"), "{t}");
+    assert!(lines[2].ends_with("359  223        120        7"), "{t}");
+    let html = seawall_report::render_html(&r);
+    assert!(html.contains("<h2 class=\"sec\">Hedging</h2>"));
+    assert!(html.contains("<td>edge → db</td><td>359</td><td>223</td><td>120</td><td>7</td>"));
+    // The summary table is the same as without hedging.
+    assert_eq!(render_table(&r).lines().count(), 3);
+}

@@ -48,7 +48,8 @@ pub fn run_policy(
     progress: &mut dyn FnMut(f64),
 ) -> Result<(Run, EngineStats), Error> {
     let spec = scenario.policy(policy)?;
-    let (series, wasted, stats) = engine::run(scenario, &spec, seed, progress)?;
+    let engine::Outcome { series, wasted, stats, hedging } =
+        engine::run(scenario, &spec, seed, progress)?;
     let f = fault(scenario);
     let sum = summarize(&series, f.as_ref());
     let edge: f64 = series.edge_rps.iter().sum();
@@ -64,6 +65,7 @@ pub fn run_policy(
         goodput_after: sum.goodput_after,
         wasted_work: wasted,
         events: stats.events,
+        hedging,
         series,
     };
     Ok((run, stats))

@@ -114,3 +114,72 @@ fn during_an_outage_hedges_multiply_load_unless_the_throttle_stops_them() {
     let after = attempts_per_call(&throttled, 30, 38);
     assert!(after > 1.03, "after: {after}");
 }
+
+/// Total edge requests, and those not answered in time, over the whole run.
+fn edge_and_misses(r: &Run) -> (f64, f64) {
+    let edge: f64 = r.series.edge_rps.iter().sum();
+    (edge, edge - r.series.goodput_rps.iter().sum::<f64>())
+}
+
+#[test]
+fn the_report_counts_hedges_sent_won_cancelled_and_refused() {
+    let path = scenario("tail-counts", TAIL);
+    let hedged = run(&path, "hedged", &[]);
+    let [h] = &hedged.hedging[..] else { panic!("one hedged layer: {:?}", hedged.hedging) };
+    let (edge, misses) = edge_and_misses(&hedged);
+    eprintln!("{edge} calls, {misses} misses: {h:?}");
+    assert_eq!((h.caller.as_str(), h.tier.as_str()), ("edge", "db"));
+    // A hedge goes when the first copy is still out at 51 ms, the service's p95: 5 % of calls
+    // (± 1 point: 8,000 calls give a standard error of 0.25 points).
+    let share = h.sent as f64 / edge;
+    assert!((0.04..0.06).contains(&share), "hedges sent per call {share:.4}");
+    // Healthy: the token bucket stays full, so no hedge is refused.
+    assert_eq!(h.refused, 0);
+    // Every hedge either wins, or loses to its first copy (then it is cancelled), or its call
+    // misses the deadline (both copies time out): at most one hedge per missed call.
+    assert!(h.won + h.cancelled <= h.sent, "{h:?}");
+    assert!((h.sent - h.won - h.cancelled) as f64 <= misses, "{h:?}, {misses} misses");
+    // The first copy, slower than 51 ms, is usually the tail: the hedge (median 10 ms) mostly
+    // answers first.
+    assert!(h.won > h.cancelled, "{h:?}");
+    assert!(h.cancelled > 0, "{h:?}");
+}
+
+#[test]
+fn the_throttle_refuses_hedges_during_an_outage() {
+    let path = scenario("tail-refused", TAIL);
+    let sets = ["fault.0.duration_s=10", "policies.hedged-unbudgeted.budget=\"grpc\""];
+    let throttled = run(&path, "hedged-unbudgeted", &sets);
+    let unbudgeted = run(&path, "hedged-unbudgeted", &sets[..1]);
+    let ([t], [u]) = (&throttled.hedging[..], &unbudgeted.hedging[..]) else { panic!() };
+    let outage_calls: f64 = throttled.series.edge_rps[10..20].iter().sum();
+    eprintln!("{outage_calls} calls in the outage; throttled {t:?}; unbudgeted {u:?}");
+    // Every copy fails at once, so the next is due at once; the bucket, at half after five
+    // failures, refuses it for all but the first few calls: about one refusal per call in the
+    // outage, and at most one per call (a refusal stops the call's hedges).
+    assert!(t.refused as f64 > 0.9 * outage_calls, "{t:?}");
+    assert!(t.refused as f64 <= outage_calls + 0.1 * outage_calls, "{t:?}");
+    // Without a budget nothing is refused and each failing call sends both hedges.
+    assert_eq!(u.refused, 0);
+    assert!(u.sent as f64 > 1.9 * outage_calls, "{u:?}");
+}
+
+#[test]
+fn a_run_without_hedging_reports_none() {
+    let path = scenario("tail-plain", TAIL);
+    let plain = run(&path, "plain", &[]);
+    assert!(plain.hedging.is_empty(), "{:?}", plain.hedging);
+    let results = seawall_report::Results {
+        scenario: "tail".into(),
+        description: String::new(),
+        seed: 1,
+        source: seawall_report::Source::Simulation,
+        duration_s: 40.0,
+        fault: None,
+        tiers: vec!["db".into()],
+        runs: vec![plain],
+    };
+    assert!(!results.to_json().contains("hedging"));
+    assert_eq!(seawall_report::render_hedging(&results), "");
+    assert!(!seawall_report::render_html(&results).contains("Hedging"));
+}

@@ -2,9 +2,16 @@
 //! ratio budget's per-client reserve of R retries/s becomes N × R fleet-wide, and a fleet of many
 //! small clients retries more during an outage than one big client with the same settings.
 //!
+//! With `servers = "per-instance"` each instance also has its own server (a sidecar or
+//! co-located layout): a fault on one instance's server hurts only that instance's share.
+//!
 //! What would break these tests: sharing one policy among the instances (the engine always picking
-//! instance 0) makes every `instances = N` run equal to the one-instance run.
+//! instance 0) makes every `instances = N` run equal to the one-instance run; ignoring `servers`
+//! leaves one pool, which a fault on "replica 0" takes down whole.
 
+mod common;
+
+use common::{run_file, scenario_file};
 use seawall_report::Run;
 use seawall_sim::{load, simulate};
 
@@ -66,4 +73,78 @@ fn instance_counts_are_checked() {
         let err = load("verify", &[bad.to_string()]).unwrap_err().to_string();
         assert!(err.contains("instances"), "{bad}: {err}");
     }
+}
+
+/// Four app instances in front of a database; for 10 s the server of app instance 0 fails every
+/// request at once. The edge makes one attempt, so what fails is exactly what that server got.
+const SIDECAR: &str = r#"
+name = "sidecar"
+description = "four app instances, each with its own server"
+duration_s = 30
+[edge]
+rate = 400
+deadline_ms = 1000
+[[tier]]
+name = "app"
+workers = 50
+instances = 4
+servers = "per-instance"
+service = { mean_ms = 5 }
+timeout_ms = 500
+[[tier]]
+name = "db"
+workers = 100
+service = { mean_ms = 5 }
+[[fault]]
+kind = "outage"
+mode = "fail"
+tier = "app"
+replica = 0
+start_s = 10
+duration_s = 10
+"#;
+
+#[test]
+fn a_fault_on_one_instance_server_hurts_only_that_instance_share() {
+    let path = scenario_file("sidecar", SIDECAR);
+    let per_instance = run_file(&path, "seawall", &[]);
+    let random = run_file(&path, "seawall", &["tier.app.balance=\"random\""]);
+    // The control: one pool of servers for the four instances, the fault on its only server.
+    let pool = run_file(&path, "seawall", &["tier.app.servers=\"pool\""]);
+    let (p, r, q) = (per_instance.goodput_during, random.goodput_during, pool.goodput_during);
+    eprintln!("goodput during: per-instance {p:.3} (random balance {r:.3}), pool {q:.3}");
+    // Round robin over four servers: exactly every fourth request meets the failing one.
+    assert!((0.74..0.76).contains(&p), "per-instance, round robin: {p}");
+    // A uniform draw: a quarter on average (4,000 requests: a standard error under 0.7 points).
+    assert!((0.72..0.78).contains(&r), "per-instance, random: {r}");
+    assert!(q < 0.01, "one pool: {q}");
+    assert!(per_instance.goodput_before > 0.99 && per_instance.goodput_after > 0.99);
+}
+
+#[test]
+fn per_instance_servers_with_one_instance_are_the_pool() {
+    let path = scenario_file("sidecar-one", SIDECAR);
+    let one = ["tier.app.instances=1"];
+    let per_instance = run_file(&path, "seawall", &one);
+    let pool = run_file(&path, "seawall", &[one[0], "tier.app.servers=\"pool\""]);
+    assert_eq!(per_instance, pool);
+}
+
+#[test]
+fn per_instance_servers_are_checked() {
+    let path = scenario_file("sidecar-bad", SIDECAR);
+    let path = path.to_str().unwrap();
+    let err = |sets: &[&str]| {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        load(path, &sets).unwrap_err().to_string()
+    };
+    // A replica per instance already: more replicas on top are refused, naming the field.
+    let e = err(&["tier.app.replicas=2"]);
+    assert!(e.contains("tier[0] (app).replicas") && e.contains("per-instance"), "{e}");
+    // A fault's replica names an instance, so it must be below `instances`.
+    let e = err(&["fault.0.replica=4"]);
+    assert!(e.contains("fault[0].replica") && e.contains("4 instances"), "{e}");
+    assert!(load(path, &["fault.0.replica=3".to_string()]).is_ok());
+    let e = err(&["tier.app.servers=\"sidecar\""]);
+    assert!(e.contains("servers"), "{e}");
 }

@@ -8,7 +8,8 @@ use seawall_sim::Scenario;
 use seawall_sim::policy::Preset;
 use seawall_sim::scenario::{
     BackoffKind, Balance, BudgetKind, ClientOverride, Degrade, Edge, FanOut, FaultKind, FaultSpec,
-    Herd, OutageMode, PolicyOverride, RatePoint, Refresh, ScenarioFile, Service, Spike, Tier,
+    Herd, OutageMode, PolicyOverride, RatePoint, Refresh, ScenarioFile, Servers, Service, Spike,
+    Tier,
 };
 
 #[test]
@@ -197,8 +198,10 @@ fn tier() -> impl Strategy<Value = Tier> {
     let balance =
         prop_oneof![Just(Balance::RoundRobin), Just(Balance::Random), Just(Balance::LeastRequests)];
     let fan_out = prop_oneof![Just(FanOut::Sequence), Just(FanOut::Parallel)];
+    let servers = prop_oneof![Just(Servers::Pool), Just(Servers::PerInstance)];
     let topology = (
         any::<u32>(),
+        servers,
         any::<u32>(),
         balance,
         proptest::option::of(proptest::collection::vec(name(), 0..3)),
@@ -220,7 +223,7 @@ fn tier() -> impl Strategy<Value = Tier> {
                 degrade,
                 timeout_ms,
                 retries,
-                (instances, replicas, balance, calls, fan_out, contention_window_ms),
+                (instances, servers, replicas, balance, calls, fan_out, contention_window_ms),
             )| Tier {
                 name,
                 workers,
@@ -230,6 +233,7 @@ fn tier() -> impl Strategy<Value = Tier> {
                 timeout_ms,
                 retries,
                 instances,
+                servers,
                 replicas,
                 balance,
                 calls,
@@ -350,6 +354,12 @@ fn valid_file() -> impl Strategy<Value = ScenarioFile> {
                     // Instances on every tier but the bottom; replicas anywhere.
                     instances: if i + 1 < n { 1 + workers % 3 } else { 1 },
                     replicas: 1 + queue_limit % 2,
+                    // Per-instance servers where there is one replica, every other tier.
+                    servers: if queue_limit % 2 == 0 && i % 2 == 0 {
+                        Servers::PerInstance
+                    } else {
+                        Servers::Pool
+                    },
                     balance: [Balance::RoundRobin, Balance::Random, Balance::LeastRequests][i % 3],
                     calls: None,
                     fan_out: FanOut::default(),

@@ -187,6 +187,7 @@ impl LoadResults {
             goodput_after: sum.goodput_after,
             wasted_work: 0.0,
             events: totals.sent,
+            hedging: Vec::new(),
             series,
         };
         let results = Results {

@@ -330,6 +330,7 @@ fn to_run(params: &TargetParams, cfg: &ConfigArg, m: &Measured) -> (Run, TargetF
         goodput_after: sum.goodput_after,
         wasted_work: wasted,
         events: last.sent,
+        hedging: Vec::new(),
         series,
     };
     let figures = TargetFigures {

@@ -12,7 +12,8 @@
 //!    queue age, refusals and shedding, breaker state — on the **same time axis and the same
 //!    y-scale across columns**, with the fault window shaded on each. A row is left out when no
 //!    run has anything to draw in it;
-//! 4. the summary table (the very cells of [`render_table`](crate::render_table)) and a short
+//! 4. the summary table (the very cells of [`render_table`](crate::render_table)), the hedging
+//!    table when a run hedges (those of [`render_hedging`](crate::render_hedging)), and a short
 //!    "How to read this".
 //!
 //! Nothing in the page depends on the time of rendering or on hash order: the same [`Results`]
@@ -69,6 +70,7 @@ pub fn render_html(results: &Results) -> String {
     body.push_str(r#"<section class="after"><div>"#);
     body.push_str(r#"<h2 class="sec">Summary</h2>"#);
     body.push_str(&text::summary_table(results));
+    body.push_str(&text::hedging_table(results));
     body.push_str("</div>");
     body.push_str(&text::how_to_read());
     body.push_str("</section>");

@@ -156,6 +156,35 @@ pub(super) fn summary_table(r: &Results) -> String {
     s
 }
 
+/// What each hedging layer did (the cells of [`render_hedging`](crate::render_hedging)); empty
+/// when no run hedges.
+pub(super) fn hedging_table(r: &Results) -> String {
+    let rows = table::hedging_rows(r);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(r#"<h2 class="sec">Hedging</h2><table><thead><tr>"#);
+    for h in table::HEDGING_HEADERS {
+        let _ = write!(s, "<th>{}</th>", esc(h));
+    }
+    s.push_str("</tr></thead><tbody>");
+    for row in rows {
+        s.push_str("<tr>");
+        for cell in row {
+            let _ = write!(s, "<td>{}</td>", esc(&cell));
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</tbody></table>");
+    s.push_str(
+        "<p class=\"sub\">A hedge is a copy of a call sent after the first while the first is \
+         still out. Won: it answered first, with a success; cancelled: it was still out when \
+         another copy decided the call; refused: it was due, but the layer's budget said \
+         no.</p>",
+    );
+    s
+}
+
 /// The definitions a reader needs, in the words of the results format.
 pub(super) fn how_to_read() -> String {
     let items = [

@@ -52,6 +52,7 @@ pub fn run(policy: &str, storm: bool) -> Run {
         goodput_after: s.goodput_after,
         wasted_work: if storm { 0.62 } else { 0.03 },
         events: 1_000_000,
+        hedging: Vec::new(),
         series,
     }
 }

@@ -93,10 +93,17 @@ impl Sim<'_> {
         };
         let copy = c.job;
         // The instance of the tier that serves this attempt (its client makes the downstream
-        // call).
+        // call): drawn apart from the server in a pool, the server's own with per-instance
+        // servers.
         let tier = self.links[layer].callee;
-        let served_by = pick(self.instances[usize::from(tier)], &mut self.lb);
-        let server = self.replicas[usize::from(tier)].pick(&self.servers, &mut self.lb);
+        let (served_by, server) = if self.replicas[usize::from(tier)].per_instance {
+            let r = &mut self.replicas[usize::from(tier)];
+            let server = r.pick(&self.servers, &mut self.lb);
+            (server - r.first, server)
+        } else {
+            let served_by = pick(self.instances[usize::from(tier)], &mut self.lb);
+            (served_by, self.replicas[usize::from(tier)].pick(&self.servers, &mut self.lb))
+        };
         let job = self.jobs.insert(JobRec {
             tier,
             inst: served_by,
@@ -247,14 +254,14 @@ impl Sim<'_> {
     /// attempt.
     pub(super) fn respond(&mut self, job: Id, class: Class, hint: Hint) {
         let Some(j) = self.jobs.get(job) else { return };
-        let caller = j.caller;
+        let (caller, copy) = (j.caller, j.attempt);
         if !self.unlink_copy(caller, job) {
             self.jobs.remove(job);
             return;
         }
         self.jobs.remove(job);
         if self.calls.get(caller).is_some_and(|c| c.hedge.is_some()) {
-            return self.hedge_answer(caller, class, hint);
+            return self.hedge_answer(caller, copy, class, hint);
         }
         self.attempt_done(caller, class, hint);
     }

@@ -44,6 +44,24 @@ pub(super) struct Hedging {
     pub(super) policy: HedgingPolicy,
     /// One per instance; `None` under `budget = "none"`.
     pub(super) throttles: Vec<Option<GrpcThrottle>>,
+    /// What the layer's hedges did (over all its instances), for the report.
+    pub(super) counts: Counts,
+}
+
+/// A hedged layer's counters (a hedge is a copy after the first): see
+/// [`seawall_report::Hedging`].
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Counts {
+    pub(super) sent: u64,
+    pub(super) won: u64,
+    pub(super) cancelled: u64,
+    pub(super) refused: u64,
+}
+
+impl Hedging {
+    fn counts(hedging: &mut [Option<Hedging>], layer: u16) -> Option<&mut Counts> {
+        hedging.get_mut(usize::from(layer))?.as_mut().map(|h| &mut h.counts)
+    }
 }
 
 /// An answer as the A6 schedule reads it (the table in the module docs).
@@ -126,11 +144,22 @@ impl Sim<'_> {
         };
         let Some(h) = c.hedge.as_deref_mut() else { return };
         let left = c.state.deadline().map(|d| d.remaining(now));
-        let sent = match left {
-            Some(l) if l.is_zero() => None,
-            _ => h.send_due(policy, now, throttle),
+        let (sent, refused) = match left {
+            Some(l) if l.is_zero() => (None, false),
+            _ => {
+                let due = h.next_at().is_some_and(|at| at <= now);
+                let sent = h.send_due(policy, now, throttle);
+                // Due, yet not sent: only the throttle says no to a due copy.
+                (sent, due && sent.is_none())
+            }
         };
         let next = h.next_at();
+        let layer = c.layer;
+        if let Some(n) = Hedging::counts(&mut self.hedging, layer) {
+            n.sent += u64::from(sent.is_some());
+            n.refused += u64::from(refused);
+        }
+        let Some(c) = self.calls.get_mut(call) else { return };
         let Some(previous) = sent else {
             if c.job.is_none() && (next.is_none() || left.is_some_and(|l| l.is_zero())) {
                 let (class, hint) = c.last;
@@ -151,9 +180,10 @@ impl Sim<'_> {
         self.arrive(job);
     }
 
-    /// A copy of `call` answered (it is already off the list): the first success wins; a fatal
-    /// failure ends the call; a non-fatal one may send the next copy at once.
-    pub(super) fn hedge_answer(&mut self, call: Id, class: Class, hint: Hint) {
+    /// Copy `copy` (1 = the first) of `call` answered (it is already off the list): the first
+    /// success wins; a fatal failure ends the call; a non-fatal one may send the next copy at
+    /// once.
+    pub(super) fn hedge_answer(&mut self, call: Id, copy: u32, class: Class, hint: Hint) {
         let now = self.instant();
         let hint = if self.spec.honour_hints { hint } else { Hint::None };
         let Some(c) = self.calls.get_mut(call) else { return };
@@ -164,6 +194,11 @@ impl Sim<'_> {
         c.last = (class, hint);
         if class == Class::Success {
             h.on_success(throttle);
+            if copy > 1
+                && let Some(n) = Hedging::counts(&mut self.hedging, c.layer)
+            {
+                n.won += 1;
+            }
             return self.hedge_end(call, class, hint);
         }
         let (code, pushback) = a6(class, hint);
@@ -197,7 +232,7 @@ impl Sim<'_> {
         if self.spec.cancellation {
             self.cancel_job(job);
         }
-        self.hedge_answer(call, Class::Retryable(Transient::Timeout), Hint::None);
+        self.hedge_answer(call, attempt, Class::Retryable(Transient::Timeout), Hint::None);
     }
 
     /// The call is decided by `class`: the copies still in flight lose (cancelled downstream
@@ -213,10 +248,17 @@ impl Sim<'_> {
             // A fail-fast policy never retries; end the call all the same.
             Decision::Retry { .. } => Err(policy.cancel_retry(&mut c.state, now)),
         };
+        let layer = c.layer;
         if self.spec.cancellation {
+            let mut hedges = 0;
             while let Some(j) = losers {
-                losers = self.jobs.get(j).and_then(|r| r.copy);
+                let Some(rec) = self.jobs.get(j) else { break };
+                hedges += u64::from(rec.attempt > 1);
+                losers = rec.copy;
                 self.cancel_job(j);
+            }
+            if let Some(n) = Hedging::counts(&mut self.hedging, layer) {
+                n.cancelled += hedges;
             }
         }
         self.finish_call(call, result);

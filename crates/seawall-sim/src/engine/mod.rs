@@ -24,7 +24,7 @@ use seawall::rng::{Rng, SeededRng, splitmix64};
 
 use crate::error::Error;
 use crate::policy::PolicySpec;
-use crate::scenario::{BackoffKind, Balance, Scenario};
+use crate::scenario::{BackoffKind, Balance, Scenario, Servers};
 use queue::{Calendar, Kind};
 use server::Server;
 use slab::{Id, Slab};
@@ -227,7 +227,7 @@ impl<'a> Sim<'a> {
             hedging.push(match lspec.hedging(&field)? {
                 Some(policy) if lspec.hedges(retries, owner) => {
                     let throttles = (0..count).map(|_| lspec.hedge_throttle()).collect();
-                    Some(hedge::Hedging { policy, throttles })
+                    Some(hedge::Hedging { policy, throttles, counts: hedge::Counts::default() })
                 }
                 _ => None,
             });
@@ -247,7 +247,8 @@ impl<'a> Sim<'a> {
                 .tiers
                 .iter()
                 .flat_map(|t| {
-                    (0..t.replicas).map(|r| Server::new(t, r, &sc.faults, spec.server_protection))
+                    (0..t.server_count())
+                        .map(|r| Server::new(t, r, &sc.faults, spec.server_protection))
                 })
                 .collect(),
             replicas: Replicas::of(sc),
@@ -306,10 +307,7 @@ impl<'a> Sim<'a> {
     }
 
     /// Runs to the end; `progress` gets the fraction of simulated time done, once a second.
-    pub(crate) fn run(
-        mut self,
-        progress: &mut dyn FnMut(f64),
-    ) -> (seawall_report::Series, f64, EngineStats) {
+    pub(crate) fn run(mut self, progress: &mut dyn FnMut(f64)) -> Outcome {
         self.schedule_start();
         while let Some((at, kind)) = self.cal.pop() {
             if at > self.end {
@@ -326,7 +324,28 @@ impl<'a> Sim<'a> {
             peak_calls: self.calls.capacity(),
             peak_jobs: self.jobs.capacity(),
         };
-        (self.stats.into_series(), wasted, es)
+        let hedging = self.hedge_counts();
+        Outcome { series: self.stats.into_series(), wasted, stats: es, hedging }
+    }
+
+    /// Each hedged layer's counters, named by its caller and callee.
+    fn hedge_counts(&self) -> Vec<seawall_report::Hedging> {
+        let name = |t: u16| self.sc.tiers[usize::from(t)].name.clone();
+        self.hedging
+            .iter()
+            .zip(&self.links)
+            .filter_map(|(h, link)| {
+                let n = h.as_ref()?.counts;
+                Some(seawall_report::Hedging {
+                    caller: link.caller.map_or_else(|| "edge".to_string(), name),
+                    tier: name(link.callee),
+                    sent: n.sent,
+                    won: n.won,
+                    cancelled: n.cancelled,
+                    refused: n.refused,
+                })
+            })
+            .collect()
     }
 
     fn handle(&mut self, kind: Kind, progress: &mut dyn FnMut(f64)) {
@@ -415,6 +434,9 @@ struct Replicas {
     balance: Balance,
     /// The next replica in turn (round robin).
     next: u16,
+    /// `servers = "per-instance"`: replica `k` is instance `k`, so the balancer's pick also
+    /// names the instance that serves the request.
+    per_instance: bool,
 }
 
 impl Replicas {
@@ -423,8 +445,10 @@ impl Replicas {
         sc.tiers
             .iter()
             .map(|t| {
-                let r = Replicas { first, count: t.replicas as u16, balance: t.balance, next: 0 };
-                first += t.replicas as u16;
+                let count = t.server_count() as u16;
+                let per_instance = t.servers == Servers::PerInstance;
+                let r = Replicas { first, count, balance: t.balance, next: 0, per_instance };
+                first += count;
                 r
             })
             .collect()
@@ -457,13 +481,24 @@ impl Replicas {
     }
 }
 
-/// Runs `spec` on `sc` and returns the series, the wasted-work fraction and engine figures.
+/// What one run measured.
+#[derive(Debug)]
+pub(crate) struct Outcome {
+    pub(crate) series: seawall_report::Series,
+    /// The wasted-work fraction.
+    pub(crate) wasted: f64,
+    pub(crate) stats: EngineStats,
+    /// Each hedged layer's counters (empty when no layer hedges).
+    pub(crate) hedging: Vec<seawall_report::Hedging>,
+}
+
+/// Runs `spec` on `sc` and returns what it measured.
 pub(crate) fn run(
     sc: &Scenario,
     spec: &PolicySpec,
     seed: u64,
     progress: &mut dyn FnMut(f64),
-) -> Result<(seawall_report::Series, f64, EngineStats), Error> {
+) -> Result<Outcome, Error> {
     Ok(Sim::new(sc, spec, seed)?.run(progress))
 }
 

@@ -157,10 +157,18 @@ pub struct Tier {
     /// Instances of this tier. Each holds its own client of the next tier — its own budget,
     /// breaker and jitter stream — so a budget's per-client reserve (a ratio budget's minimum
     /// retries per second, say) is `instances` times larger fleet-wide. A request served here
-    /// is served by an instance chosen uniformly at random; the server side stays one pool of
-    /// `workers`.
+    /// is served by an instance chosen uniformly at random; under the default `servers =
+    /// "pool"` the server side stays one pool of `workers`.
     #[serde(default = "one")]
     pub instances: u32,
+    /// Whether the instances share one server (`"pool"`, the default) or each has its own
+    /// (`"per-instance"`: its own `workers`, queue and admission control, as a replica has). Per
+    /// instance, the replica is the instance: the load balancer (`balance`) picks one, and the
+    /// instance whose server admitted a request is the one whose client makes its calls (a
+    /// sidecar or co-located layout). Then `replicas` must stay 1 and a fault's `replica` names
+    /// an instance.
+    #[serde(default, skip_serializing_if = "Servers::is_pool")]
+    pub servers: Servers,
     /// Replicas of this tier's server, each with its own `workers`, queue and admission control,
     /// behind a load balancer (`balance`).
     #[serde(default = "one")]
@@ -181,6 +189,24 @@ pub struct Tier {
     /// lost the race). Absent: no contention.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contention_window_ms: Option<f64>,
+}
+
+/// Where a tier's instances get their server from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Servers {
+    /// One server (or `replicas` of them) shared by every instance: a request is served by an
+    /// instance drawn uniformly at random, whichever replica admitted it.
+    #[default]
+    Pool,
+    /// One server per instance: the instance is the replica.
+    PerInstance,
+}
+
+impl Servers {
+    fn is_pool(&self) -> bool {
+        *self == Servers::Pool
+    }
 }
 
 /// How a tier with several dependencies calls them.
@@ -212,7 +238,7 @@ pub enum Balance {
 impl Tier {
     /// A tier called `name` with every other field at the value a file that omits it gets:
     /// unlimited workers, the default queue, no service time, retries on, one instance and
-    /// replica, a chain's calls. Build the fields you set with struct update syntax over it.
+    /// replica, one server pool, a chain's calls. Build the fields you set with struct update syntax over it.
     pub fn new(name: impl Into<String>) -> Tier {
         Tier {
             name: name.into(),
@@ -223,11 +249,21 @@ impl Tier {
             timeout_ms: None,
             retries: yes(),
             instances: one(),
+            servers: Servers::default(),
             replicas: one(),
             balance: Balance::default(),
             calls: None,
             fan_out: FanOut::default(),
             contention_window_ms: None,
+        }
+    }
+
+    /// How many servers the tier has: `instances` with `servers = "per-instance"`, else
+    /// `replicas`. A fault's `replica` indexes them.
+    pub fn server_count(&self) -> u32 {
+        match self.servers {
+            Servers::Pool => self.replicas,
+            Servers::PerInstance => self.instances,
         }
     }
 }
@@ -337,7 +373,8 @@ pub struct FaultSpec {
     /// Restart: service-time factor while cold.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cold_factor: Option<f64>,
-    /// The replica it hits, by index from 0 (absent: every replica of the tier).
+    /// The replica it hits, by index from 0 (absent: every replica of the tier); with
+    /// `servers = "per-instance"`, the instance whose server it hits.
     #[serde(default)]
     pub replica: Option<u32>,
 }

@@ -1,7 +1,7 @@
 //! Range and consistency checks of a parsed scenario, so the engine never sees a NaN rate or a
 //! fault on a tier that does not exist.
 
-use super::schema::{Degrade, FaultKind, ScenarioFile, Service};
+use super::schema::{Degrade, FaultKind, ScenarioFile, Servers, Service};
 use crate::error::Error;
 
 fn num(field: &str, v: f64, lo: f64, hi: f64) -> Result<(), Error> {
@@ -66,6 +66,9 @@ fn instances(field: &str, n: u32) -> Result<(), Error> {
 
 /// Replicas of a tier's server.
 pub(crate) const MAX_REPLICAS: u32 = 1_000;
+
+/// Servers over all tiers: replicas, or instances with per-instance servers.
+pub(crate) const MAX_SERVERS: u64 = 60_000;
 
 /// Checks every number and name; the first problem is returned.
 pub(super) fn check(s: &ScenarioFile) -> Result<(), Error> {
@@ -155,8 +158,15 @@ pub(super) fn check(s: &ScenarioFile) -> Result<(), Error> {
         if bottom && t.instances > 1 {
             return Err(Error::invalid(
                 format!("{f}.instances"),
-                "1 on a tier that calls nothing (it has no client; its servers are one pool)",
+                "1 on a tier that calls nothing (it has no client; `replicas` gives it servers)",
                 t.instances,
+            ));
+        }
+        if t.servers == Servers::PerInstance && t.replicas > 1 {
+            return Err(Error::invalid(
+                format!("{f}.replicas"),
+                "1 with servers = \"per-instance\" (each instance is a replica: set `instances`)",
+                t.replicas,
             ));
         }
         match t.timeout_ms {
@@ -171,6 +181,18 @@ pub(super) fn check(s: &ScenarioFile) -> Result<(), Error> {
             None => {}
         }
     }
+    // Every tier's servers are numbered together (16-bit ids in the engine).
+    let servers: u64 = s.tiers.iter().map(|t| u64::from(t.server_count())).sum();
+    if servers > MAX_SERVERS {
+        return Err(Error::invalid(
+            "tier",
+            format!(
+                "at most {MAX_SERVERS} servers over all tiers (replicas, or instances with \
+                     servers = \"per-instance\")"
+            ),
+            servers,
+        ));
+    }
     for (i, fs) in s.faults.iter().enumerate() {
         let f = format!("fault[{i}]");
         let Some(tier) = s.tiers.iter().find(|t| t.name == fs.tier) else {
@@ -178,11 +200,15 @@ pub(super) fn check(s: &ScenarioFile) -> Result<(), Error> {
             return Err(Error::invalid(format!("{f}.tier"), format!("one of {names:?}"), &fs.tier));
         };
         if let Some(r) = fs.replica
-            && r >= tier.replicas
+            && r >= tier.server_count()
         {
+            let (n, what) = match tier.servers {
+                Servers::Pool => (tier.replicas, "replicas"),
+                Servers::PerInstance => (tier.instances, "instances, each with its server"),
+            };
             return Err(Error::invalid(
                 format!("{f}.replica"),
-                format!("a replica index below {} (tier {} has {0})", tier.replicas, tier.name),
+                format!("a replica index below {n} (tier {} has {n} {what})", tier.name),
                 r,
             ));
         }
