@@ -1,0 +1,80 @@
+//! Issues 15 and 17: the lab and the simulator, given the same parameters, agree within 15 % on
+//! peak amplification, goodput during and after the fault, mean goodput per second and wasted
+//! work, for the baseline and the seawall configurations — and, at 2× capacity without a fault,
+//! on seawall's goodput per second.
+//!
+//! The labs are scaled down from the default (25 s at 160 rps on a 200 rps dependency, about a
+//! minute): too slow for a debug test on 2 cores. Nodes run in-process, as in `short_lab.rs`.
+//! When the lab measured itself capped by the machine, the baseline's storm figures are lower
+//! bounds (the report says so), and only that is asserted of them: not above the prediction.
+
+use std::time::Duration;
+
+use seawall_lab::sim::{Figure, TOLERANCE, gaps};
+use seawall_lab::{FaultKind, FaultSpec, LabParams, Launcher, Stack, run_lab};
+
+/// Whether `figure` is one a machine too slow for the lab caps — the storm it could carry and
+/// the goodput it could serve — and so a lower bound when the lab measured itself saturated.
+/// Wasted work has no direction then, and is not asserted.
+fn capped(figure: Figure) -> Option<bool> {
+    match figure {
+        Figure::WastedWork => None,
+        _ => Some(true),
+    }
+}
+
+async fn assert_agrees(params: &LabParams) {
+    let out = run_lab(params, &Launcher::InProcess, |_| {}).await.expect("lab runs");
+    eprintln!("{}", out.figures_table());
+    eprintln!("{}", out.gap_table());
+    eprintln!("{}", out.results.description);
+    let all = gaps(&out.results, &out.predicted);
+    for (run, f) in out.results.runs.iter().zip(&out.figures) {
+        let p = out.predicted.runs.iter().find(|p| p.policy == run.policy).expect("predicted");
+        let lower_bound = f.saturation.is_lower_bound();
+        if params.fault.is_some() && !lower_bound {
+            assert_eq!(run.recovered, p.recovered, "{}: the verdicts differ", run.policy);
+        }
+        for g in all.iter().filter(|g| g.policy == run.policy) {
+            match (lower_bound, capped(g.figure)) {
+                (false, _) => assert!(!g.too_far(), "{g:?}\n{}", out.gap_table()),
+                (true, Some(_)) => {
+                    eprintln!(
+                        "{}: capped by this machine, {} only a lower bound",
+                        run.policy, g.figure
+                    );
+                    assert!(g.lab <= g.sim * (1.0 + TOLERANCE) + 0.05, "{g:?} (capped)");
+                }
+                (true, None) => {
+                    eprintln!("{}: capped by this machine, {} not compared", run.policy, g.figure)
+                }
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lab_and_simulator_agree_within_15_percent() {
+    // The default lab's shape — 80 % of capacity, a 1 s deadline, a fail fault — scaled to 40
+    // rps on a 50 rps dependency of 2 workers (as in `short_lab.rs`), 14 s instead of 25.
+    let faulted = LabParams {
+        stacks: vec![Stack::Baseline, Stack::Seawall],
+        fault: Some(FaultSpec { kind: FaultKind::Fail, duration: Duration::from_secs(5) }),
+        at: Duration::from_secs(3),
+        duration: Duration::from_secs(14),
+        rate: 40.0,
+        capacity: 50.0,
+        workers: 2,
+        ..LabParams::default()
+    };
+    assert_agrees(&faulted).await;
+    // Issue 15: at 2× capacity, no fault, seawall's goodput per second.
+    let twice = LabParams {
+        stacks: vec![Stack::Seawall],
+        fault: None,
+        duration: Duration::from_secs(6),
+        rate: 100.0,
+        ..faulted
+    };
+    assert_agrees(&twice).await;
+}
