@@ -79,6 +79,16 @@ fn pg_peak(params: &LabParams, samples: &[PgSample]) -> Option<PgSample> {
     }))
 }
 
+/// The fraction of the dependency's completed work whose answer reached no user in time: every
+/// request answered 2xx within its deadline at the load generator took exactly one completion
+/// at the dependency, and every other completion was for a caller — at some tier, or the user
+/// — who had gone. The simulator counts the same thing (work whose chain of callers up to the
+/// edge had been abandoned), so the two compare; the dependency's own `wasted` counter sees
+/// only its immediate caller leave.
+fn wasted_work(good: f64, completed: u64) -> f64 {
+    if completed == 0 { 0.0 } else { (1.0 - good / completed as f64).clamp(0.0, 1.0) }
+}
+
 /// One configuration's [`Run`] and [`LabFigures`].
 pub fn to_run(params: &LabParams, m: &Measured) -> (Run, LabFigures) {
     let n = m.load.offered.len().min(m.ticks.len().saturating_sub(1));
@@ -137,7 +147,7 @@ pub fn to_run(params: &LabParams, m: &Measured) -> (Run, LabFigures) {
         goodput_before: sum.goodput_before,
         goodput_during: sum.goodput_during,
         goodput_after: sum.goodput_after,
-        wasted_work: ratio(last.wasted as f64, last.completed as f64),
+        wasted_work: wasted_work(total(&series.goodput_rps), last.completed),
         events: offered as u64,
         hedging: Vec::new(),
         series,

@@ -7,9 +7,9 @@ use proptest::prelude::*;
 use seawall_sim::Scenario;
 use seawall_sim::policy::Preset;
 use seawall_sim::scenario::{
-    BackoffKind, Balance, BudgetKind, ClientOverride, Degrade, Edge, FanOut, FaultKind, FaultSpec,
-    Herd, OutageMode, PolicyOverride, RatePoint, Refresh, ScenarioFile, Servers, Service, Spike,
-    Tier,
+    Arrivals, BackoffKind, Balance, BudgetKind, ClientOverride, Degrade, Edge, FanOut, FaultKind,
+    FaultSpec, Herd, OutageMode, PolicyOverride, RatePoint, Refresh, ScenarioFile, Servers,
+    Service, Spike, Tier,
 };
 
 #[test]
@@ -176,7 +176,20 @@ fn edge() -> impl Strategy<Value = Edge> {
     )
         .prop_map(|((rate, deadline_ms, retries, timeout_ms), ramp, spike, herd, refresh)| {
             let instances = (rate.to_bits() % 7) as u32;
-            Edge { rate, ramp, spike, herd, deadline_ms, retries, timeout_ms, refresh, instances }
+            let arrivals =
+                if rate.to_bits() % 2 == 0 { Arrivals::Poisson } else { Arrivals::Uniform };
+            Edge {
+                rate,
+                arrivals,
+                ramp,
+                spike,
+                herd,
+                deadline_ms,
+                retries,
+                timeout_ms,
+                refresh,
+                instances,
+            }
         })
 }
 
@@ -424,6 +437,7 @@ fn valid_file() -> impl Strategy<Value = ScenarioFile> {
                 default_policies: vec!["naive".into(), "seawall".into()],
                 edge: Edge {
                     rate,
+                    arrivals: Arrivals::Poisson,
                     ramp: vec![
                         RatePoint { at_s: 0.0, rate },
                         RatePoint { at_s: duration_s, rate: rate / 3.0 },

@@ -265,6 +265,7 @@ pub fn build(
     notes.push(owner_note(&l, entry));
     let edge = Edge {
         rate,
+        arrivals: Default::default(),
         ramp: Vec::new(),
         spike: Vec::new(),
         herd: Vec::new(),

@@ -24,7 +24,7 @@ use seawall::rng::{Rng, SeededRng, splitmix64};
 
 use crate::error::Error;
 use crate::policy::PolicySpec;
-use crate::scenario::{BackoffKind, Balance, Scenario, Servers};
+use crate::scenario::{Arrivals, BackoffKind, Balance, Scenario, Servers};
 use queue::{Calendar, Kind};
 use server::Server;
 use slab::{Id, Slab};
@@ -287,8 +287,11 @@ impl<'a> Sim<'a> {
 
     fn schedule_start(&mut self) {
         if self.max_rate > 0.0 {
-            let gap = sample::exp(&mut self.arrivals, 1e9 / self.max_rate) as u64;
-            self.cal.push(gap, Kind::Arrival);
+            let first = match self.sc.edge.arrivals {
+                Arrivals::Poisson => sample::exp(&mut self.arrivals, 1e9 / self.max_rate) as u64,
+                Arrivals::Uniform => 0,
+            };
+            self.cal.push(first, Kind::Arrival);
         }
         for (i, h) in self.sc.edge.herd.iter().enumerate() {
             if h.clients > 0 {
@@ -352,10 +355,24 @@ impl<'a> Sim<'a> {
         match kind {
             Kind::Arrival => {
                 let t = self.now as f64 / 1e9;
-                if self.arrivals.next_f64() < sample::rate_at(&self.sc.edge, t) / self.max_rate {
-                    self.edge_request(0);
-                }
-                let next = self.now + sample::exp(&mut self.arrivals, 1e9 / self.max_rate) as u64;
+                let rate = sample::rate_at(&self.sc.edge, t);
+                let gap = match self.sc.edge.arrivals {
+                    // Thinning: candidates at the peak rate, each kept with rate / peak.
+                    Arrivals::Poisson => {
+                        if self.arrivals.next_f64() < rate / self.max_rate {
+                            self.edge_request(0);
+                        }
+                        sample::exp(&mut self.arrivals, 1e9 / self.max_rate)
+                    }
+                    // One gap at the rate in force now; while the rate is 0, look again a
+                    // peak-rate gap later.
+                    Arrivals::Uniform if rate > 0.0 => {
+                        self.edge_request(0);
+                        1e9 / rate
+                    }
+                    Arrivals::Uniform => 1e9 / self.max_rate,
+                };
+                let next = self.now + gap as u64;
                 if next < self.arrivals_end {
                     self.cal.push(next, Kind::Arrival);
                 }

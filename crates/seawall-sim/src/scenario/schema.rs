@@ -46,9 +46,12 @@ fn default_pair() -> Vec<String> {
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Edge {
-    /// Steady Poisson arrival rate, requests per second.
+    /// Steady arrival rate, requests per second.
     #[serde(default)]
     pub rate: f64,
+    /// How arrivals are spaced at that rate: Poisson (the default) or evenly.
+    #[serde(default, skip_serializing_if = "Arrivals::is_poisson")]
+    pub arrivals: Arrivals,
     /// Changes of the steady rate: linear ramps between points (`{ at_s, rate }`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ramp: Vec<RatePoint>,
@@ -74,6 +77,31 @@ pub struct Edge {
     /// breaker, jitter stream. Edge requests are spread over them uniformly at random.
     #[serde(default = "one")]
     pub instances: u32,
+}
+
+/// How the edge's arrivals are spaced in time.
+///
+/// Many independent users make a Poisson stream: gaps are exponential, so arrivals bunch and a
+/// small queue overflows now and then even below capacity (an M/D/c queue). A load generator
+/// that sends on a fixed schedule — `wrk2`, `vegeta`'s constant pacer, `seawall lab` and
+/// `seawall load` — makes an evenly spaced stream, which never bunches (D/D/c): the same mean
+/// rate fills a queue far less. Model the one the traffic really has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Arrivals {
+    /// Exponential gaps at the current rate (thinned for ramps and spikes).
+    #[default]
+    Poisson,
+    /// Evenly spaced: the next arrival one gap of `1 / rate` after this one, at the rate in
+    /// force now (ramps and spikes included). The first arrives at 0 s.
+    Uniform,
+}
+
+impl Arrivals {
+    /// Whether these are the default Poisson arrivals (which a written file omits).
+    pub fn is_poisson(&self) -> bool {
+        *self == Arrivals::Poisson
+    }
 }
 
 /// A point of the steady rate's piecewise-linear profile.
