@@ -1,18 +1,31 @@
 //! The reject path against the reference everyone runs: Debian's nginx answering every request
-//! `503` (`return 503;`) and a `ShedLayer` server rejecting at its cap, both driven by `wrk` on
+//! `503` (`return 503;`) and `ShedLayer` servers rejecting at their cap, all driven by `wrk` on
 //! loopback with the same threads and connections, alternating in one run.
 //!
-//! `cargo bench -p seawall-tower --bench server_reject_nginx -- --seconds 10`
+//! `cargo bench -p seawall-tower --bench server_reject_nginx -- --seconds 10 --rounds 3`
 //!
 //! Options: `--seconds <n>` per measurement (default 10), `--rounds <n>` (default 2).
 //!
 //! nginx runs as its own master process from a config written to a temporary directory
 //! (`daemon off;`, pid, error log and temp paths there; `-p <dir> -c <dir>/nginx.conf`), with
-//! two worker processes: the two threads of the `ShedLayer` server's runtime. The `ShedLayer`
-//! has one slot and no queue, and one request that never finishes holds the slot, so every
-//! other request is refused `503` + `Retry-After` by the layer (the handler never runs). Both
-//! keep connections alive. Without nginx or wrk the bench says so and exits 0, or 1 when
-//! `SEAWALL_REQUIRE_EXTERNAL=1` (as `.ci/run` sets).
+//! two worker processes, each with its own accept loop. seawall runs on two server stacks, each
+//! measured with and without the layer, so the layer's cost and the stack's are told apart:
+//!
+//! - **axum**: `axum::serve` (hyper-util's auto builder) of a `Router` with `.layer(ShedLayer)`
+//!   (applied per route, after routing) on one 2-thread tokio runtime: what a first axum server
+//!   looks like.
+//! - **core**: what a performance-minded user runs, shaped like nginx: two threads, each with
+//!   its own current-thread runtime and its own listener on one port (`SO_REUSEPORT`), hyper's
+//!   HTTP/1-only `http1::Builder` (through hyper-util's `TowerToHyperService`), `TCP_NODELAY`,
+//!   and the `ShedLayer` wrapping the whole service. One layer, so one limit for both threads.
+//! - **no-op**: the same stack answering `503` + `Retry-After: 1` itself, without seawall: the
+//!   same bytes as the layer's answer (whose `Retry-After` is a jittered 1–5, one digit too).
+//!
+//! Each `ShedLayer` has one slot and no queue, and one request that never finishes holds the
+//! slot, so every other request is refused `503` + `Retry-After` by the layer (the handler
+//! never runs). Everything keeps connections alive. nginx's `503` carries its default HTML error
+//! page; seawall's has an empty body. Without nginx or wrk the bench says so and exits 0, or 1
+//! when `SEAWALL_REQUIRE_EXTERNAL=1` (as `.ci/run` sets).
 
 #[path = "server_common/mod.rs"]
 mod common;
@@ -27,6 +40,7 @@ use axum::Router;
 use axum::routing::get;
 use http::StatusCode;
 use seawall_tower::server::ShedLayer;
+use tower::Layer;
 
 const THREADS: u32 = 2;
 const CONNECTIONS: u32 = 64;
@@ -182,6 +196,38 @@ fn wrk(wrk: &Path, addr: SocketAddr, seconds: u64) -> Wrk {
     }
 }
 
+/// The hanging handler every `ShedLayer` server wraps: the one request that reaches it holds the
+/// layer's only slot for the whole run.
+fn hanging() -> Router {
+    Router::new().route(
+        "/",
+        get(|| async {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            ""
+        }),
+    )
+}
+
+/// The no-op's answer, byte for byte the layer's: `503`, `Retry-After: 1`, empty body.
+fn unavailable() -> axum::response::Response {
+    let mut res = axum::response::Response::new(axum::body::Body::empty());
+    *res.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    res.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+    res
+}
+
+/// One slot, no queue, the default jittered `Retry-After` (1–5 s: one digit, as the no-op's):
+/// every request but the one holding the slot is shed.
+fn saturated() -> ShedLayer {
+    ShedLayer::new(NonZeroUsize::new(1).expect("1")).with_queue(0)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    if v.len().is_multiple_of(2) { (v[mid - 1] + v[mid]) / 2.0 } else { v[mid] }
+}
+
 fn main() {
     let (seconds, rounds) = match parse_args() {
         Ok(a) => a,
@@ -195,50 +241,81 @@ fn main() {
     let version = Command::new(&nginx_bin).arg("-v").output().map(|o| o.stderr).unwrap_or_default();
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
 
+    // axum::serve (hyper-util's auto builder) on one 2-thread runtime; the layer per route.
     let rt = common::runtime();
-    let app = Router::new().route(
-        "/",
-        get(|| async {
-            tokio::time::sleep(Duration::from_secs(3600)).await;
-            ""
-        }),
-    );
-    // One slot, no queue; a request that never finishes holds it: every other one is shed.
-    let shed = ShedLayer::new(NonZeroUsize::new(1).expect("1")).with_queue(0);
-    let seawall = rt.block_on(common::serve(app.layer(shed)));
-    let hold =
-        rt.spawn(common::closed_loop(seawall, "/", 1, Duration::from_millis(1), StatusCode::OK));
+    let axum_noop =
+        rt.block_on(common::serve(Router::new().route("/", get(|| async { unavailable() }))));
+    let axum_shed = rt.block_on(common::serve(hanging().layer(saturated())));
+    // One current-thread runtime per core, each with its own listener on one port, HTTP/1 only;
+    // the layer wraps the whole service.
+    let cores = THREADS as usize;
+    let noop = tower::service_fn(|_req: http::Request<hyper::body::Incoming>| async {
+        Ok::<_, std::convert::Infallible>(unavailable())
+    });
+    let core_noop = common::serve_http1_per_core("core-noop", cores, noop);
+    let core_shed = common::serve_http1_per_core("core-shed", cores, saturated().layer(hanging()));
+    let holds: Vec<_> = [axum_shed, core_shed]
+        .into_iter()
+        .map(|a| rt.spawn(common::closed_loop(a, "/", 1, Duration::from_millis(1), StatusCode::OK)))
+        .collect();
     std::thread::sleep(Duration::from_millis(200));
     let (nginx, nginx_addr) = start_nginx(&nginx_bin);
 
     println!(
-        "server_reject_nginx: {} vs ShedLayer (1 slot held, queue 0; tokio {THREADS} threads), wrk \
-         -t{THREADS} -c{CONNECTIONS} -d{seconds}s on loopback; load average before: {}",
+        "server_reject_nginx: {} ({THREADS} workers, `return 503`) vs ShedLayer (1 slot held, \
+         queue 0), wrk -t{THREADS} -c{CONNECTIONS} -d{seconds}s on loopback; load average before: {}",
         String::from_utf8_lossy(&version).trim(),
         load.trim()
     );
-    println!("round | nginx 503/s | ShedLayer 503/s | ShedLayer / nginx");
-    let mut ratios = Vec::new();
+    println!(
+        "stacks: axum = axum::serve of a Router, layer per route, tokio {THREADS}-thread runtime; \
+         core = hyper http1::Builder, layer around the whole service, {THREADS} current-thread \
+         runtimes with a SO_REUSEPORT listener each; no-op = the same stack answering 503 itself"
+    );
+    println!(
+        "round | nginx 503/s | axum no-op | axum ShedLayer | core no-op | core ShedLayer | \
+         axum Shed/nginx | core Shed/nginx | axum Shed/no-op | core Shed/no-op"
+    );
+    let servers = [nginx_addr, axum_noop, axum_shed, core_noop, core_shed];
+    let names = ["nginx", "axum no-op", "axum ShedLayer", "core no-op", "core ShedLayer"];
+    let mut ratios: [Vec<f64>; 4] = Default::default();
     for round in 0..rounds {
-        let n = wrk(&wrk_bin, nginx_addr, seconds);
-        let s = wrk(&wrk_bin, seawall, seconds);
-        for (who, w) in [("nginx", &n), ("ShedLayer", &s)] {
+        let mut r = [0.0; 5];
+        for (i, addr) in servers.iter().enumerate() {
+            let w = wrk(&wrk_bin, *addr, seconds);
             assert!(
                 w.non_2xx as f64 >= w.requests as f64 * 0.99,
-                "{who} must answer 503 to (nearly) everything: {} of {}",
+                "{} must answer 503 to (nearly) everything: {} of {}",
+                names[i],
                 w.non_2xx,
                 w.requests
             );
+            r[i] = w.rate;
         }
-        let ratio = s.rate / n.rate;
-        ratios.push(ratio);
-        println!("{round} | {:.0} | {:.0} | {ratio:.2}", n.rate, s.rate);
+        let round_ratios = [r[2] / r[0], r[4] / r[0], r[2] / r[1], r[4] / r[3]];
+        for (all, x) in ratios.iter_mut().zip(round_ratios) {
+            all.push(x);
+        }
+        println!(
+            "{round} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2}",
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            r[4],
+            round_ratios[0],
+            round_ratios[1],
+            round_ratios[2],
+            round_ratios[3]
+        );
     }
-    ratios.sort_by(f64::total_cmp);
-    let mid = ratios.len() / 2;
-    let median =
-        if ratios.len() % 2 == 0 { (ratios[mid - 1] + ratios[mid]) / 2.0 } else { ratios[mid] };
-    println!("median ratio ShedLayer / nginx: {median:.2}");
+    let [a, c, an, cn] = ratios.map(median);
+    println!(
+        "median ratios: ShedLayer / nginx: axum {a:.2}, core {c:.2}; ShedLayer / no-op: axum \
+         {an:.2}, core {cn:.2}"
+    );
     drop(nginx);
-    hold.abort();
+    for h in holds {
+        h.abort();
+    }
 }

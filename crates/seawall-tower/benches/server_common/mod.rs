@@ -53,6 +53,65 @@ where
     addr
 }
 
+/// The server configuration a performance-minded user runs, shaped like nginx's: `cores`
+/// threads, each with its own current-thread tokio runtime and its own listener on one shared
+/// port (`SO_REUSEPORT`: the kernel spreads connections over the listeners, as nginx's
+/// `reuseport` does), serving HTTP/1 only (hyper's `http1::Builder`, no protocol sniffing) with
+/// `TCP_NODELAY`, every connection a clone of `svc`. The threads, named `{name}-{i}` (so a
+/// profiler tells the servers apart), run until the process exits.
+pub fn serve_http1_per_core<S>(name: &str, cores: usize, svc: S) -> SocketAddr
+where
+    S: tower::Service<
+            Request<hyper::body::Incoming>,
+            Response = axum::response::Response,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    let bind = |addr: SocketAddr| {
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        socket.set_reuseport(true).expect("SO_REUSEPORT");
+        socket.set_reuseaddr(true).expect("SO_REUSEADDR");
+        socket.bind(addr).expect("bind loopback");
+        socket
+    };
+    let first = bind(SocketAddr::from(([127, 0, 0, 1], 0)));
+    let addr = first.local_addr().expect("addr");
+    let mut sockets = vec![first];
+    sockets.extend((1..cores).map(|_| bind(addr)));
+    for (i, socket) in sockets.into_iter().enumerate() {
+        let svc = svc.clone();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name(format!("{name}-{i}"))
+            .spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("runtime");
+                rt.block_on(async move {
+                    let listener = socket.listen(1024).expect("listen");
+                    let _ = ready_tx.send(());
+                    loop {
+                        let Ok((stream, _)) = listener.accept().await else { continue };
+                        let _ = stream.set_nodelay(true);
+                        let svc = hyper_util::service::TowerToHyperService::new(svc.clone());
+                        tokio::spawn(async move {
+                            let _ = hyper::server::conn::http1::Builder::new()
+                                .serve_connection(TokioIo::new(stream), svc)
+                                .await;
+                        });
+                    }
+                });
+            })
+            .expect("spawn server thread");
+        ready_rx.recv().expect("server thread listening");
+    }
+    addr
+}
+
 fn get(addr: SocketAddr, path: &str) -> Request<Empty<Bytes>> {
     Request::get(format!("http://{addr}{path}"))
         .header("host", addr.to_string())
