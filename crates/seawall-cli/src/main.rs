@@ -14,6 +14,7 @@ mod detect;
 mod escape;
 mod lab;
 mod load;
+mod node;
 mod proxy;
 mod simulate;
 
@@ -43,6 +44,8 @@ enum Command {
     Load(load::Args),
     /// A fault-injecting proxy in front of a dependency (TCP or HTTP), with counters.
     Proxy(proxy::Args),
+    /// One process of the example stack for `lab --target --config`: a backend or a dependency.
+    Node(node::Args),
     /// One tier of a lab stack (started by `seawall lab`; not for direct use).
     #[command(hide = true)]
     LabNode(lab::NodeArgs),
@@ -65,6 +68,7 @@ fn main() -> ExitCode {
         Command::LabNode(args) => lab::run_node(args),
         Command::LabReaper(args) => lab::run_reaper(args),
         Command::Proxy(args) => proxy::run(args),
+        Command::Node(args) => node::run(args),
     };
     match result {
         Ok(code) => code,

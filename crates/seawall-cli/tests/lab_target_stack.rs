@@ -10,18 +10,10 @@ mod lab_support;
 
 use std::path::{Path, PathBuf};
 
-use lab_support::{free_port, http_server, lab_on, read_json};
+use lab_support::{find_program as find, free_port, http_server, lab_on, read_json};
 
 const HAPROXY: &str = include_str!("../../seawall-lab/stack/haproxy.cfg.tmpl");
 const NGINX: &str = include_str!("../../seawall-lab/stack/nginx.conf.tmpl");
-
-fn find(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/usr/local/sbin", "/sbin"].map(PathBuf::from))
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
 
 fn render(t: &str, vars: &[(&str, String)]) -> String {
     let mut out = t.to_owned();

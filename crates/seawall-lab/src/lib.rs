@@ -13,6 +13,7 @@
 
 pub mod config;
 pub mod error;
+pub mod example;
 pub mod launch;
 pub mod load;
 pub mod loadgen;

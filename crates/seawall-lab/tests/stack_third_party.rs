@@ -332,7 +332,7 @@ fn goodput(seconds: &[stack::load::Second], from: u32, to: u32) -> f64 {
 /// request by 90 ms for `FAULT_S` seconds, so every attempt then does its work at the
 /// dependency and still times out.
 async fn recovery(bins: &(PathBuf, PathBuf), r: &Retries, backends: Backends) -> Vec<f64> {
-    let dep = stack::load::limited_dependency(2, Duration::from_millis(20), 100).await;
+    let dep = stack::servers::limited_dependency(2, Duration::from_millis(20), 100).await;
     let s = start_stack_with(bins, r, BACKENDS, backends, dep, Duration::from_millis(100)).await;
     let fault = format!("slow:{FAULT_S}@{HEALTHY_S},latency=90");
     s.proxy.add_fault(fault.parse::<Fault>().unwrap()).unwrap();

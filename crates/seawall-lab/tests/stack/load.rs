@@ -1,53 +1,12 @@
-//! A capacity-limited dependency and a bounded open-loop edge load, for the "stays down after
-//! the fault" run.
+//! A bounded open-loop edge load, for the "stays down after the fault" run.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{Response, StatusCode};
-use http_body_util::{BodyExt, Empty, Full};
+use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
-
-use super::servers::{Server, serve};
-
-/// A dependency with `workers` workers, each taking `service` per request, and a FIFO queue
-/// of at most `queue` requests (beyond: 503 at once). A request once queued is worked on
-/// even if its caller has given up, as a database runs a statement whose client timed out:
-/// that is the wasted work that keeps a storm going.
-pub(crate) async fn limited_dependency(workers: usize, service: Duration, queue: usize) -> Server {
-    let (tx, rx) = mpsc::channel::<oneshot::Sender<()>>(queue);
-    let rx = Arc::new(tokio::sync::Mutex::new(rx));
-    let mut pool = JoinSet::new();
-    for _ in 0..workers {
-        let rx = rx.clone();
-        pool.spawn(async move {
-            loop {
-                let Some(done) = rx.lock().await.recv().await else { return };
-                tokio::time::sleep(service).await;
-                let _ = done.send(());
-            }
-        });
-    }
-    let pool = Arc::new(pool);
-    serve(move || {
-        let (tx, _pool) = (tx.clone(), pool.clone());
-        async move {
-            let (done, wait) = oneshot::channel();
-            let code = match tx.try_send(done) {
-                Ok(()) if wait.await.is_ok() => StatusCode::OK,
-                _ => StatusCode::SERVICE_UNAVAILABLE,
-            };
-            let mut r = Response::new(Full::new(Bytes::from_static(b"ok")));
-            *r.status_mut() = code;
-            r
-        }
-    })
-    .await
-}
 
 /// Per second of the open-loop load (by scheduled send time): sent, answered 2xx.
 #[derive(Debug, Default, Clone, Copy)]

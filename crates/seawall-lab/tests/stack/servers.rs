@@ -1,9 +1,8 @@
-//! The in-test parts of the example stack: the shared dependency, the backends calling it,
-//! and a bounded edge load.
+//! The in-test parts of the example stack: the shared dependency, the backends calling it
+//! (the library's [`seawall_lab::example`], as tasks), and a bounded edge load.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -14,6 +13,7 @@ use hyper::service::service_fn;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use seawall_lab::example::{self, BackendClient, BackendConfig, BoundedConfig, ExampleNode};
 use tokio::task::{JoinHandle, JoinSet};
 
 type HttpClient = Client<HttpConnector, Empty<Bytes>>;
@@ -67,57 +67,43 @@ pub(crate) async fn dependency() -> Server {
     serve(|| async { status(StatusCode::OK) }).await
 }
 
+/// Serves one of the example stack's processes ([`seawall_lab::example`]) on a free port.
+async fn example(node: ExampleNode) -> Server {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        let never = std::future::pending::<()>();
+        let _ = match node {
+            ExampleNode::Backend(cfg) => example::serve_backend(l, cfg, never).await,
+            ExampleNode::Dependency(cfg) => example::serve_bounded(l, cfg, never).await,
+        };
+    });
+    Server { addr, task }
+}
+
 /// A backend instance: per request, up to `attempts` GETs to `dep`, each given up after
 /// `timeout` (the next at once after a non-2xx, an error or a timeout: the naive retry), then
 /// 200 or 503.
 pub(crate) async fn backend(dep: SocketAddr, attempts: u32, timeout: Duration) -> Server {
-    let client: Arc<HttpClient> = Arc::new(Client::builder(TokioExecutor::new()).build_http());
-    let url: Arc<str> = format!("http://{dep}/dep").into();
-    serve(move || {
-        let (client, url) = (client.clone(), url.clone());
-        async move {
-            for _ in 0..attempts {
-                let call = client.get(url.parse().unwrap());
-                if let Ok(Ok(r)) = tokio::time::timeout(timeout, call).await {
-                    let ok = r.status().is_success();
-                    let _ = r.into_body().collect().await;
-                    if ok {
-                        return status(StatusCode::OK);
-                    }
-                }
-            }
-            status(StatusCode::SERVICE_UNAVAILABLE)
-        }
-    })
-    .await
+    let client = BackendClient::Naive { attempts: attempts.try_into().unwrap() };
+    let cfg = BackendConfig::new(&format!("http://{dep}/dep"), client, timeout).unwrap();
+    example(ExampleNode::Backend(cfg)).await
 }
 
 /// A backend instance whose one call to `dep` goes through seawall's own client layer, the
-/// retries' single owner ([`Downstream`] as the synthetic lab's seawall edge builds it: 3
-/// attempts at most, full jitter, the gRPC-style token budget, the call's deadline honoured):
-/// each request's call carries a `timeout` deadline, so no attempt starts that cannot finish,
-/// then 200 or 503.
+/// retries' single owner ([`BackendClient::Seawall`]: 3 attempts at most, full jitter, the
+/// gRPC-style token budget, the call's `timeout` as its deadline), then 200 or 503.
 pub(crate) async fn seawall_backend(dep: SocketAddr, timeout: Duration, seed: u64) -> Server {
-    use seawall::time::{Clock, SystemClock};
-    use seawall_lab::config::Stack;
-    use seawall_lab::node::Role;
-    use seawall_lab::node::client::{Downstream, http_client};
-    use seawall_tower::wire::RequestDeadline;
-    let url = format!("http://{dep}/dep");
-    let d =
-        Arc::new(Downstream::new(&url, http_client(), Role::Edge, Stack::Seawall, seed).unwrap());
-    serve(move || {
-        let d = d.clone();
-        async move {
-            let deadline =
-                RequestDeadline(seawall::deadline::Deadline::after(SystemClock.now(), timeout));
-            match tokio::time::timeout(timeout, d.call(Some(deadline))).await {
-                Ok(r) if r.status().is_success() => status(StatusCode::OK),
-                _ => status(StatusCode::SERVICE_UNAVAILABLE),
-            }
-        }
-    })
-    .await
+    let client = BackendClient::Seawall { seed };
+    let cfg = BackendConfig::new(&format!("http://{dep}/dep"), client, timeout).unwrap();
+    example(ExampleNode::Backend(cfg)).await
+}
+
+/// A dependency with `workers` workers, each taking `service` per request, and a FIFO queue
+/// of at most `queue` requests (beyond: 503 at once), working on queued requests whose caller
+/// has left ([`seawall_lab::example::serve_bounded`]).
+pub(crate) async fn limited_dependency(workers: u32, service: Duration, queue: u32) -> Server {
+    example(ExampleNode::Dependency(BoundedConfig::new(workers, service, queue).unwrap())).await
 }
 
 /// What the edge load saw.
