@@ -40,12 +40,15 @@ pub(crate) struct Args {
     #[arg(long, value_name = "STRING|@FILE")]
     body: Option<String>,
     /// Most requests outstanding at once, and so most connections (HTTP/1.1 carries one request
-    /// at a time); a request due when this many are outstanding is dropped and counted. Split
-    /// evenly between the generator's threads (one per core).
+    /// at a time). A request due while this many are outstanding waits for the first to end
+    /// (wrk2's correction: its latency still runs from its scheduled time); it is dropped and
+    /// counted only if it waits longer than --max-lateness-ms. Split evenly between the
+    /// generator's threads (one per core).
     #[arg(long, default_value_t = 512)]
     max_in_flight: usize,
-    /// A request the generator cannot send within this of its scheduled time (a busy machine)
-    /// is dropped and counted, not sent late in a burst.
+    /// A request not sent within this of its scheduled time — waiting for a free slot, or the
+    /// generator being off the CPU — is dropped and counted (k6's dropped iterations), not sent
+    /// so late; a shorter wait only adds to its latency. Below --deadline-ms.
     #[arg(long, default_value_t = 100)]
     max_lateness_ms: u64,
     /// Write results.json and report.html here.

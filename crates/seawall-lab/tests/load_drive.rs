@@ -5,6 +5,8 @@
 //! - awaiting each request before the next send (closed loop) → `sends_on_schedule_…`;
 //! - measuring latency from the actual send instead of the scheduled one → `a_stalled_…`;
 //! - dropping the lateness check → `requests_too_late_…`; the in-flight check → `at_max_in_…`;
+//! - dropping a due request when every slot is busy instead of letting it wait for one (the
+//!   old dispatcher) → `a_burst_owed_…` and `at_max_in_…`;
 //! - not abandoning a request at its deadline → `the_deadline_…`;
 //! - every shard starting at arrival 0 (duplicates instead of a split) → `shards_send_…`.
 
@@ -32,7 +34,9 @@ impl Fake {
 }
 
 impl Transport for Fake {
-    async fn call(&self, remaining: Duration) -> Outcome {
+    type Slot = ();
+
+    async fn call(&self, _: &mut (), remaining: Duration) -> Outcome {
         self.calls.lock().unwrap().push((Instant::now(), remaining));
         tokio::time::sleep(self.service).await;
         Outcome::Status(200)
@@ -136,17 +140,48 @@ async fn requests_too_late_are_dropped_not_sent_in_a_burst() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn at_max_in_flight_requests_are_dropped() {
-    // 10 slots, answers in 995 ms, 100 rps: the first 10 of each second go, 90 are dropped.
+async fn at_max_in_flight_requests_wait_and_those_too_late_are_dropped() {
+    // 10 slots, answers in 995 ms, 100 rps, lateness 50 ms. Requests 0–9 take the slots until
+    // 0.995–1.085 s; the ones due meanwhile wait. A slot that comes free skips (drops as full)
+    // those more than 50 ms overdue and sends the first within 50 ms: at 0.995 s the one due at
+    // 0.95 s, and so on — 15 sent in second 0 (0–9, 95–99), 11 in second 1 (100–104, 194–199:
+    // the one due at 1.94 s goes at 1.99 s, exactly 50 ms late, still within the bound).
     let fake = Fake::new(995 * MS);
     let rec = run(100.0, 2, bounds(10, 50), 2000 * MS, fake, TokioTimer).await;
-    for s in &rec.seconds {
-        assert_eq!(
-            (s.offered, s.sent, s.dropped_full, s.dropped_late, s.good),
-            (100, 10, 90, 0, 10)
-        );
-    }
+    let got: Vec<_> = rec
+        .seconds
+        .iter()
+        .map(|s| (s.offered, s.sent, s.dropped_full, s.dropped_late, s.good))
+        .collect();
+    assert_eq!(got, vec![(100, 15, 85, 0, 15), (100, 11, 89, 0, 11)]);
     assert_eq!(rec.peak_in_flight, 10);
+    assert_eq!(rec.max_lag, 50 * MS, "nothing is sent more than the lateness bound late");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_burst_owed_after_a_stall_waits_for_a_slot_instead_of_being_dropped() {
+    // Issue 18: 2 slots, 100 rps, answers in 4 ms (the slots could carry 500 rps). The sender
+    // freezes from 1.00 to 1.05 s and then owes 6 requests (due 1.00 … 1.05) with 2 slots. They
+    // wait for a free slot — none is dropped — and their latency runs from their schedule: the
+    // one due at 1.00 s goes at 1.05 s (54 ms), the ones due at 1.02 and 1.03 s at 1.054 s when
+    // the first two answers are in (38 and 28 ms), and by 1.06 s the sender is back on time.
+    let fake = Fake::new(4 * MS);
+    let start = Instant::now();
+    let stall = Stall { start, from: 1000 * MS, until: 1050 * MS };
+    let rec = run(100.0, 2, bounds(2, 100), 1000 * MS, fake.clone(), stall).await;
+    let s = &rec.seconds[1];
+    assert_eq!((s.offered, s.sent, s.dropped_full, s.dropped_late, s.good), (100, 100, 0, 0, 100));
+    assert_eq!(rec.peak_in_flight, 2);
+    assert_eq!(rec.max_lag, 50 * MS);
+    let lat = |lo: u64, hi: u64| s.latency.count_between(lo * 1000, hi * 1000);
+    assert_eq!(ms(s.latency.max()).round(), 54.0, "from the schedule, not the send");
+    assert_eq!((lat(37, 39), lat(27, 29)), (1, 1), "due 1.02, 1.03 s: waited for a slot");
+    assert_eq!(lat(0, 5), 100 - 7, "all the others on time (4 ms)");
+    // Sent as slots came free, in the order they were due.
+    let calls = fake.calls.lock().unwrap();
+    let sent: Vec<u64> =
+        calls[100..107].iter().map(|c| (c.0 - start).as_micros() as u64 / 1000).collect();
+    assert_eq!(sent, vec![1050, 1050, 1054, 1054, 1058, 1058, 1062]);
 }
 
 #[tokio::test(start_paused = true)]

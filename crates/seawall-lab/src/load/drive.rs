@@ -1,18 +1,35 @@
-//! The open-loop driver: send each request at its scheduled instant, whatever the others do.
+//! The open-loop driver: each request is due at its scheduled instant, whatever the others do.
 //!
 //! A closed-loop generator (wrk, ab: send, wait, send) slows down exactly when the system under
 //! test does, so it offers less load to a sick server and measures latency only for the
 //! requests it managed to send — *coordinated omission* (Gil Tene, "How NOT to Measure
-//! Latency"). Here the dispatcher never waits for a response: at each scheduled instant it
-//! either sends (a task of its own) or counts the request as dropped, and latency runs from the
-//! scheduled instant, so a late dispatcher's lag is charged to the result, not hidden.
+//! Latency"). Here nothing waits for a response before the *schedule* moves on, and latency
+//! runs from the scheduled instant, so any wait — the generator's own or the server's — is
+//! charged to the result, not hidden.
+//!
+//! # Workers pulling due requests
+//!
+//! A driver runs `max_in_flight` workers, one per connection slot. Each takes the next
+//! unclaimed arrival of the schedule, sleeps until it is due (if it is not yet), sends it, waits
+//! for the answer or the deadline, and takes the next one. While every worker is busy, due
+//! requests wait in the schedule — the queue is the schedule itself, bounded in time — and the
+//! first worker to come free sends the oldest of them at once, its latency still measured from
+//! its scheduled instant. That is wrk2's coordinated-omission correction (Gil Tene's wrk2
+//! README: a request late because its connection is busy is sent as soon as it is free, its
+//! latency counted from when it *should* have gone), with k6's accounting of what could not be
+//! sent at all (`dropped_iterations` of `constant-arrival-rate`). A short stall of the machine
+//! (a thread off the CPU for a few milliseconds, which owes `rate × stall` requests at once)
+//! then costs latency, not drops.
 //!
 //! Two bounds keep the generator honest about itself:
-//! - **lateness**: a request the dispatcher reaches more than `max_lateness` after its time
-//!   (the machine was busy) is dropped as *late* rather than sent in a burst with the backlog —
-//!   a burst would be a different load from the one asked for;
-//! - **in flight**: at `max_in_flight` requests outstanding, a due request is dropped as *full*
-//!   (memory and sockets stay bounded however slow the target gets).
+//! - **lateness**: a request a worker takes up more than `max_lateness` after its time is
+//!   dropped rather than sent (it would miss most of its deadline, and a burst of such requests
+//!   would be a different load from the one asked for). It counts as dropped *full* if it was
+//!   already due when the worker came free (every slot was busy: the in-flight bound held it
+//!   back), as dropped *late* if the worker was idle and woke too late (the generator itself
+//!   was off the CPU);
+//! - **in flight**: at most `max_in_flight` requests are outstanding (one per worker), so
+//!   memory and sockets stay bounded however slow the target gets.
 //!
 //! Time comes from a [`Timer`], so the schedule logic runs on tokio's paused clock in tests.
 
@@ -22,10 +39,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use super::schedule::Schedule;
+use super::schedule::{Arrivals, Schedule};
 use super::stats::{Outcome, Recorder};
 
 /// Where the driver reads the time and waits.
@@ -52,9 +70,18 @@ impl Timer for TokioTimer {
 
 /// Something that sends one request.
 pub trait Transport: Send + Sync + 'static {
+    /// What one worker keeps between its requests (for HTTP/1.1, its connection); every worker
+    /// starts with the default.
+    type Slot: Default + Send + 'static;
+
     /// Sends one request whose deadline is `remaining` from now (the `Request-Timeout-Ms` it
-    /// carries). The driver enforces the deadline by dropping the future when it passes.
-    fn call(&self, remaining: Duration) -> impl Future<Output = Outcome> + Send;
+    /// carries), with the calling worker's `slot`. The driver enforces the deadline by dropping
+    /// the future when it passes, so what the slot holds must survive that (or be taken out).
+    fn call(
+        &self,
+        slot: &mut Self::Slot,
+        remaining: Duration,
+    ) -> impl Future<Output = Outcome> + Send;
 }
 
 /// The generator's own bounds.
@@ -66,26 +93,27 @@ pub struct Bounds {
     pub max_lateness: Duration,
 }
 
-/// What the dispatcher does with a due request.
+/// What a worker does with the request it took up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admit {
     /// Send it now.
     Send,
-    /// Drop it: more than `max_lateness` behind its time.
+    /// Drop it: more than `max_lateness` behind its time, the generator itself being late.
     Late,
-    /// Drop it: `max_in_flight` reached.
+    /// Drop it: more than `max_lateness` behind its time, having waited for a free slot
+    /// (all `max_in_flight` were busy when it was due).
     Full,
 }
 
-/// The decision for a request scheduled at `scheduled`, reached at `now`, with `in_flight`
-/// outstanding.
-pub fn admit(scheduled: Instant, now: Instant, in_flight: usize, bounds: &Bounds) -> Admit {
-    if now.saturating_duration_since(scheduled) > bounds.max_lateness {
-        Admit::Late
-    } else if in_flight >= bounds.max_in_flight.get() {
+/// The decision for a request scheduled at `scheduled`, taken up by a worker at `now`; `waited`
+/// says it was already due when the worker came free (every slot was busy).
+pub fn admit(scheduled: Instant, now: Instant, waited: bool, bounds: &Bounds) -> Admit {
+    if now.saturating_duration_since(scheduled) <= bounds.max_lateness {
+        Admit::Send
+    } else if waited {
         Admit::Full
     } else {
-        Admit::Send
+        Admit::Late
     }
 }
 
@@ -154,6 +182,72 @@ pub async fn drive<T: Transport, K: Timer>(
     drive_shard(schedule, Shard::WHOLE, bounds, deadline, transport, timer, progress).await
 }
 
+/// What one driver's workers share.
+struct Shared<T, K> {
+    start: Instant,
+    bounds: Bounds,
+    deadline: Duration,
+    transport: Arc<T>,
+    timer: K,
+    /// The arrivals no worker has taken up yet.
+    arrivals: Mutex<std::iter::StepBy<std::iter::Skip<Arrivals>>>,
+    /// Locked inside `arrivals` (never the other way round).
+    rec: Mutex<Recorder>,
+    in_flight: AtomicUsize,
+    /// The second of the last arrival taken up (`usize::MAX` once there are none left): tells
+    /// the progress loop that every earlier second is fully offered.
+    claimed: watch::Sender<usize>,
+}
+
+impl<T: Transport, K: Timer> Shared<T, K> {
+    /// Takes up the next arrival and counts it as offered.
+    fn claim(&self) -> Option<Duration> {
+        let mut arrivals = self.arrivals.lock().unwrap_or_else(PoisonError::into_inner);
+        let next = arrivals.next();
+        let sec = next.map_or(usize::MAX, |t| t.as_secs() as usize);
+        if let Some(t) = next {
+            lock(&self.rec).offered(t.as_secs() as usize);
+        }
+        self.claimed.send_if_modified(|c| std::mem::replace(c, sec) != sec);
+        next
+    }
+
+    /// One connection slot: takes up due requests one after another until none are left.
+    async fn worker(self: Arc<Self>) {
+        let mut slot = T::Slot::default();
+        while let Some(offset) = self.claim() {
+            let at = self.start + offset;
+            let sec = offset.as_secs() as usize;
+            let mut now = self.timer.now();
+            // Due before this worker was free to take it: it waited for a slot.
+            let waited = now > at;
+            if now < at {
+                self.timer.sleep_until(at).await;
+                now = self.timer.now();
+            }
+            let lag = now.saturating_duration_since(at);
+            match admit(at, now, waited, &self.bounds) {
+                Admit::Late => lock(&self.rec).dropped(sec, true),
+                Admit::Full => lock(&self.rec).dropped(sec, false),
+                Admit::Send => {
+                    let flying = self.in_flight.fetch_add(1, Ordering::AcqRel) + 1;
+                    lock(&self.rec).sent(sec, lag, flying);
+                    let due = at + self.deadline;
+                    let remaining = due.saturating_duration_since(now);
+                    let call = self.transport.call(&mut slot, remaining);
+                    let outcome = match tokio::time::timeout_at(due, call).await {
+                        Ok(o) => o,
+                        Err(_) => Outcome::Deadline,
+                    };
+                    let latency = self.timer.now().saturating_duration_since(at);
+                    self.in_flight.fetch_sub(1, Ordering::AcqRel);
+                    lock(&self.rec).done(sec, outcome, latency);
+                }
+            }
+        }
+    }
+}
+
 /// [`drive`] for one [`Shard`] of the schedule (every second is still reported to `progress`).
 pub async fn drive_shard<T: Transport, K: Timer>(
     schedule: &Schedule,
@@ -164,61 +258,34 @@ pub async fn drive_shard<T: Transport, K: Timer>(
     timer: K,
     mut progress: impl FnMut(&Progress),
 ) -> Recorder {
-    let rec = Arc::new(Mutex::new(Recorder::new(schedule.seconds())));
-    let in_flight = Arc::new(AtomicUsize::new(0));
-    let mut tasks = JoinSet::new();
     let start = timer.now();
-    let mut reported = 0;
-    for offset in schedule.arrivals().skip(shard.index).step_by(shard.of.max(1)) {
-        let at = start + offset;
-        if timer.now() < at {
-            timer.sleep_until(at).await;
-        }
-        let now = timer.now();
-        let sec = offset.as_secs() as usize;
-        while reported < sec {
-            progress(&progress_of(&lock(&rec), reported, in_flight.load(Ordering::Relaxed)));
-            reported += 1;
-        }
-        let flying = in_flight.load(Ordering::Acquire);
-        let decision = admit(at, now, flying, &bounds);
-        {
-            let mut r = lock(&rec);
-            r.offered(sec);
-            match decision {
-                Admit::Late => r.dropped(sec, true),
-                Admit::Full => r.dropped(sec, false),
-                Admit::Send => r.sent(sec, now.saturating_duration_since(at), flying + 1),
-            }
-        }
-        if decision != Admit::Send {
-            continue;
-        }
-        in_flight.fetch_add(1, Ordering::AcqRel);
-        let due = at + deadline;
-        let remaining = due.saturating_duration_since(now);
-        let (rec, in_flight, transport, timer) =
-            (rec.clone(), in_flight.clone(), transport.clone(), timer.clone());
-        tasks.spawn(async move {
-            let outcome = match tokio::time::timeout_at(due, transport.call(remaining)).await {
-                Ok(o) => o,
-                Err(_) => Outcome::Deadline,
-            };
-            let latency = timer.now().saturating_duration_since(at);
-            lock(&rec).done(sec, outcome, latency);
-            in_flight.fetch_sub(1, Ordering::AcqRel);
-        });
-        // Reap finished tasks as we go, so the set is the size of what is in flight.
-        while tasks.try_join_next().is_some() {}
+    let shared = Arc::new(Shared {
+        start,
+        bounds,
+        deadline,
+        transport,
+        timer: timer.clone(),
+        arrivals: Mutex::new(schedule.arrivals().skip(shard.index).step_by(shard.of.max(1))),
+        rec: Mutex::new(Recorder::new(schedule.seconds())),
+        in_flight: AtomicUsize::new(0),
+        claimed: watch::Sender::new(0),
+    });
+    let mut claimed = shared.claimed.subscribe();
+    let mut workers = JoinSet::new();
+    for _ in 0..bounds.max_in_flight.get() {
+        workers.spawn(shared.clone().worker());
     }
-    while tasks.join_next().await.is_some() {}
-    let last = schedule.seconds().saturating_sub(1);
-    while reported <= last {
-        progress(&progress_of(&lock(&rec), reported, 0));
-        reported += 1;
+    let report = |second: usize| {
+        let flying = shared.in_flight.load(Ordering::Relaxed);
+        progress_of(&lock(&shared.rec), second, flying)
+    };
+    // Second `s` is reported once all its arrivals are taken up (offered is final) and due.
+    let end = start + schedule.duration();
+    for s in 0..schedule.seconds() {
+        let _ = claimed.wait_for(|c| *c > s).await;
+        timer.sleep_until(end.min(start + Duration::from_secs(s as u64 + 1))).await;
+        progress(&report(s));
     }
-    match Arc::try_unwrap(rec) {
-        Ok(m) => m.into_inner().unwrap_or_else(PoisonError::into_inner),
-        Err(shared) => lock(&shared).clone(),
-    }
+    while workers.join_next().await.is_some() {}
+    std::mem::replace(&mut *lock(&shared.rec), Recorder::new(1))
 }

@@ -12,10 +12,13 @@
 //! request's latency from its scheduled time into an HdrHistogram.
 //!
 //! Each request carries its deadline as `Request-Timeout-Ms` (seawall's wire convention) and the
-//! generator gives up at it; a request counts as goodput only if answered 2xx within it. What
-//! the generator could not send — more than the lateness bound behind schedule, or at the
-//! in-flight bound — is counted as dropped, never silently skipped, so a saturated generator is
-//! visible in its own results (`max_lag_ms`, `dropped_late`).
+//! generator gives up at it; a request counts as goodput only if answered 2xx within it. A
+//! request due while all `max_in_flight` connections are busy waits for the first to come free
+//! and is sent then, its latency still measured from its scheduled time (wrk2's correction);
+//! what the generator could not send within the lateness bound — waiting for a connection
+//! (`dropped_full`) or itself off the CPU (`dropped_late`) — is counted as dropped, never
+//! silently skipped, so a saturated generator is visible in its own results (`max_lag_ms`,
+//! the drops). [The `drive` module](mod@drive) says why, and how.
 //!
 //! # Example
 //!

@@ -22,6 +22,7 @@
 //! # Ok::<(), seawall_lab::load::LoadError>(())
 //! ```
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::error::{LoadError, LoadErrorKind};
@@ -44,7 +45,9 @@ pub struct Stage {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Schedule {
     start: f64,
-    stages: Vec<Stage>,
+    /// Shared with every [`Arrivals`], which own their copy of the stages (a driver's workers
+    /// pull from one iterator that outlives any borrow).
+    stages: Arc<[Stage]>,
 }
 
 fn check_rate(what: &str, r: f64) -> Result<(), LoadError> {
@@ -93,7 +96,7 @@ impl Schedule {
                 "every rate is 0: nothing to send".into(),
             ));
         }
-        Ok(Self { start, stages })
+        Ok(Self { start, stages: stages.into() })
     }
 
     /// Length of the run.
@@ -120,7 +123,7 @@ impl Schedule {
     pub fn rate_at(&self, t: Duration) -> f64 {
         let mut from = self.start;
         let mut at = Duration::ZERO;
-        for s in &self.stages {
+        for s in self.stages.iter() {
             if t < at + s.duration {
                 let f = (t - at).as_secs_f64() / s.duration.as_secs_f64();
                 return from + (s.target - from) * f;
@@ -133,9 +136,9 @@ impl Schedule {
 
     /// The send instants, as offsets from the start, in order. Lazy: a long run at a high rate
     /// costs no memory.
-    pub fn arrivals(&self) -> Arrivals<'_> {
+    pub fn arrivals(&self) -> Arrivals {
         Arrivals {
-            schedule: self,
+            stages: self.stages.clone(),
             stage: 0,
             stage_start: 0.0,
             from: self.start,
@@ -147,8 +150,8 @@ impl Schedule {
 
 /// The iterator of [`Schedule::arrivals`].
 #[derive(Debug, Clone)]
-pub struct Arrivals<'a> {
-    schedule: &'a Schedule,
+pub struct Arrivals {
+    stages: Arc<[Stage]>,
     stage: usize,
     /// Start of the current stage, seconds.
     stage_start: f64,
@@ -160,11 +163,11 @@ pub struct Arrivals<'a> {
     next: u64,
 }
 
-impl Iterator for Arrivals<'_> {
+impl Iterator for Arrivals {
     type Item = Duration;
 
     fn next(&mut self) -> Option<Duration> {
-        while let Some(s) = self.schedule.stages.get(self.stage) {
+        while let Some(s) = self.stages.get(self.stage) {
             let len = s.duration.as_secs_f64();
             let (a, b) = (self.from, s.target);
             let n = self.next as f64 - self.done;
