@@ -10,9 +10,6 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rand_core::{RngCore, SeedableRng};
-use rand_xoshiro::Xoshiro256PlusPlus;
-
 /// The randomness a decision needs. Implemented by [`SeededRng`]; tests may supply their own.
 pub trait Rng {
     /// A uniformly distributed `u64`.
@@ -31,14 +28,37 @@ impl<R: Rng + ?Sized> Rng for &mut R {
     }
 }
 
-/// Xoshiro256++: fast, small, and reproducible across platforms and crate versions.
-#[derive(Clone)]
-pub struct SeededRng(Xoshiro256PlusPlus);
+/// SplitMix64's increment (the golden ratio in 64 bits).
+const PHI: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// Xoshiro256++ (Blackman and Vigna, <https://prng.di.unimi.it/>): fast, small, and reproducible
+/// across platforms and crate versions.
+///
+/// Written out here (a dozen lines) rather than taken from `rand_xoshiro`, so that the all-zero
+/// state, which seeding never produces, can stand for "not seeded yet" inside a policy's
+/// per-call state: an `Option` would add 8 B to every call a simulator holds. The sequence is
+/// `rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64`'s, bit for bit (a test compares them).
+#[derive(Clone, PartialEq, Eq)]
+pub struct SeededRng {
+    s: [u64; 4],
+}
 
 impl SeededRng {
     /// A generator whose whole sequence is determined by `seed`.
     pub fn new(seed: u64) -> Self {
-        SeededRng(Xoshiro256PlusPlus::seed_from_u64(seed))
+        // Four SplitMix64 outputs from `seed`, as `rand_xoshiro` seeds. SplitMix64's mix is a
+        // bijection, so four distinct inputs give at most one zero word: never the all-zero
+        // state (which Xoshiro never leaves and `UNSEEDED` uses).
+        let word = |i: u64| splitmix64(seed.wrapping_add(i.wrapping_mul(PHI)));
+        SeededRng { s: [word(0), word(1), word(2), word(3)] }
+    }
+
+    /// A placeholder no seeding produces: a call's stream before its first draw.
+    pub(crate) const UNSEEDED: SeededRng = SeededRng { s: [0; 4] };
+
+    /// False for [`SeededRng::UNSEEDED`].
+    pub(crate) fn is_seeded(&self) -> bool {
+        self.s != [0; 4]
     }
 }
 
@@ -49,14 +69,24 @@ impl fmt::Debug for SeededRng {
 }
 
 impl Rng for SeededRng {
+    #[inline]
     fn next_u64(&mut self) -> u64 {
-        self.0.next_u64()
+        let s = &mut self.s;
+        let out = s[0].wrapping_add(s[3]).rotate_left(23).wrapping_add(s[0]);
+        let t = s[1] << 17;
+        s[2] ^= s[0];
+        s[3] ^= s[1];
+        s[1] ^= s[2];
+        s[0] ^= s[3];
+        s[2] ^= t;
+        s[3] = s[3].rotate_left(45);
+        out
     }
 }
 
 /// SplitMix64's output function: a bijective mix, so distinct inputs give distinct seeds.
 pub const fn splitmix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = z.wrapping_add(PHI);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
@@ -105,6 +135,22 @@ mod tests {
         for _ in 0..100 {
             assert_eq!(a.next_u64(), b.next_u64());
         }
+    }
+
+    #[test]
+    fn the_sequence_is_rand_xoshiros() {
+        use rand_core::{RngCore, SeedableRng};
+        use rand_xoshiro::Xoshiro256PlusPlus;
+        let seeds = [0, 1, 7, 42, u64::MAX, PHI, 0u64.wrapping_sub(PHI), splitmix64(3)];
+        for seed in seeds.into_iter().chain((0..200).map(|i| splitmix64(i ^ 0x5EA))) {
+            let (mut ours, mut theirs) =
+                (SeededRng::new(seed), Xoshiro256PlusPlus::seed_from_u64(seed));
+            assert!(ours.is_seeded());
+            for _ in 0..64 {
+                assert_eq!(ours.next_u64(), theirs.next_u64(), "seed {seed}");
+            }
+        }
+        assert!(!SeededRng::UNSEEDED.is_seeded());
     }
 
     #[test]

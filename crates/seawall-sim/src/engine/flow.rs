@@ -17,7 +17,7 @@ use seawall::time::Instant;
 
 use super::queue::Kind;
 use super::slab::Id;
-use super::{CallRec, JobRec, JobState, Parent, Sim, ns, second};
+use super::{CallRec, JobRec, JobState, NO_DEADLINE, Parent, Phase, Sim, ns, second};
 use crate::scenario::FanOut;
 
 /// One of `n` instances, uniformly (no draw when there is one, so single-instance runs keep
@@ -25,9 +25,6 @@ use crate::scenario::FanOut;
 fn pick(n: u16, rng: &mut SeededRng) -> u16 {
     if n > 1 { (rng.next_u64() % u64::from(n)) as u16 } else { 0 }
 }
-
-/// A call's last answer before it made an attempt.
-const NO_ANSWER: (Class, Hint) = (Class::Retryable(Transient::ServerError), Hint::None);
 
 impl Sim<'_> {
     pub(super) fn instant(&self) -> Instant {
@@ -42,18 +39,9 @@ impl Sim<'_> {
         let inst = pick(self.edge_instances, &mut self.lb);
         let state =
             self.layers[0][inst as usize].start(self.instant(), RequestInfo::idempotent(), Some(d));
-        let parent = Parent::Edge { second: second(self.now), deadline, refreshes };
-        let id = self.calls.insert(CallRec {
-            layer: 0,
-            inst,
-            parent,
-            state,
-            job: None,
-            hedge: None,
-            sibling: None,
-            attempt: 0,
-            last: NO_ANSWER,
-        });
+        // Below 86,400 s (`Scenario::parse`), so the second fits.
+        let parent = Parent::Edge { second: second(self.now) as u32, refreshes };
+        let id = self.calls.insert(CallRec::new(0, inst, parent, state));
         self.send(id);
     }
 
@@ -110,12 +98,9 @@ impl Sim<'_> {
             server,
             caller: call,
             attempt: number,
-            deadline,
-            enqueued: self.now,
-            started: 0,
-            state: JobState::Queued,
-            down: None,
-            ticket: None,
+            deadline_ns: deadline.unwrap_or(NO_DEADLINE),
+            since: self.now,
+            phase: Phase::Queued(None),
             copy,
         });
         if let Some(c) = self.calls.get_mut(call) {
@@ -138,7 +123,7 @@ impl Sim<'_> {
     /// Local service is done: answer (bottom tier) or call the next tier.
     pub(super) fn finish_service(&mut self, job: Id) {
         let Some(j) = self.jobs.get(job) else { return };
-        let (tier, deadline, spent) = (j.tier as usize, j.deadline, self.now - j.started);
+        let (tier, deadline, spent) = (j.tier as usize, j.deadline(), self.now - j.since);
         let inst = j.inst;
         let s = &mut self.servers[j.server as usize];
         s.busy -= 1;
@@ -162,7 +147,7 @@ impl Sim<'_> {
             return self.respond(job, Class::Success, Hint::None);
         };
         if let Some(j) = self.jobs.get_mut(job) {
-            j.state = JobState::Downstream;
+            j.phase = Phase::Downstream(None);
         }
         if self.sc.tiers[tier].fan_out == FanOut::Sequence {
             return self.call_dependency(job, first, inst, deadline);
@@ -181,7 +166,7 @@ impl Sim<'_> {
             }
         }
         if let Some(j) = self.jobs.get_mut(job) {
-            j.down = calls.first().copied();
+            j.set_down(calls.first().copied());
         }
         for call in calls {
             self.send(call); // a call already cancelled by a sibling's failure is gone: no-op
@@ -193,24 +178,14 @@ impl Sim<'_> {
         let d = deadline.map(|t| Deadline::at(Instant::from_nanos(t)));
         let policy = &self.layers[usize::from(layer)][usize::from(inst)];
         let state = policy.start(self.instant(), RequestInfo::idempotent(), d);
-        self.calls.insert(CallRec {
-            layer,
-            inst,
-            parent: Parent::Job(job),
-            state,
-            job: None,
-            hedge: None,
-            sibling: None,
-            attempt: 0,
-            last: NO_ANSWER,
-        })
+        self.calls.insert(CallRec::new(layer, inst, Parent::Job(job), state))
     }
 
     /// Makes `job`'s call through `layer` its one call downstream, and sends it.
     fn call_dependency(&mut self, job: Id, layer: u16, inst: u16, deadline: Option<u64>) {
         let call = self.new_call(job, layer, inst, deadline);
         if let Some(j) = self.jobs.get_mut(job) {
-            j.down = Some(call);
+            j.set_down(Some(call));
         }
         self.send(call);
     }
@@ -219,11 +194,11 @@ impl Sim<'_> {
     /// false if it is not there (an answer nobody waits for).
     fn unlink(&mut self, job: Id, call: Id, sibling: Option<Id>) -> bool {
         let Some(j) = self.jobs.get_mut(job) else { return false };
-        if j.down == Some(call) {
-            j.down = sibling;
+        if j.down() == Some(call) {
+            j.set_down(sibling);
             return true;
         }
-        let mut cur = j.down;
+        let mut cur = j.down();
         while let Some(c) = cur {
             let Some(rec) = self.calls.get_mut(c) else { return false };
             if rec.sibling == Some(call) {
@@ -270,7 +245,7 @@ impl Sim<'_> {
         let now = self.instant();
         let hint = if self.spec.honour_hints { hint } else { Hint::None };
         let Some(c) = self.calls.get_mut(call) else { return };
-        c.last = (class, hint);
+        c.set_last((class, hint));
         match self.layers[c.layer as usize][c.inst as usize].after_attempt(
             &mut c.state,
             now,
@@ -307,7 +282,8 @@ impl Sim<'_> {
 
     pub(super) fn finish_call(&mut self, call: Id, result: Result<(), GiveUp>) {
         let Some(c) = self.calls.get(call) else { return };
-        let (parent, last, layer, inst, sibling) = (c.parent, c.last, c.layer, c.inst, c.sibling);
+        let (parent, last, layer, inst, sibling) = (c.parent, c.last(), c.layer, c.inst, c.sibling);
+        let deadline = c.state.deadline();
         self.calls.remove(call);
         if let Err(g) = result
             && matches!(g.reason(), GiveUpReason::BudgetExhausted | GiveUpReason::ThrottledLocally)
@@ -315,9 +291,11 @@ impl Sim<'_> {
             self.stats.refusal(self.now);
         }
         match parent {
-            Parent::Edge { second, deadline, refreshes } => {
-                if result.is_ok() && self.now <= deadline {
-                    self.stats.good(second);
+            Parent::Edge { second, refreshes } => {
+                // An edge call always has its deadline.
+                let on_time = deadline.is_some_and(|d| self.now <= d.instant().as_nanos());
+                if result.is_ok() && on_time {
+                    self.stats.good(second as usize);
                 } else if let Some(r) = self.sc.edge.refresh
                     && refreshes < r.max
                     && self.misc.next_f64() < r.probability
@@ -335,15 +313,16 @@ impl Sim<'_> {
                     if let Some(next) = self.links[usize::from(layer)].next
                         && self.sc.tiers[usize::from(j.tier)].fan_out == FanOut::Sequence
                     {
-                        let deadline = j.deadline;
+                        let deadline = j.deadline();
                         return self.call_dependency(job, next, inst, deadline);
                     }
-                    if j.down.is_some() {
+                    if j.down().is_some() {
                         return; // a parallel fan-out's other calls are still in flight
                     }
                 } else {
                     // `try_join`: the first failure drops the other calls in flight.
-                    let mut rest = j.down.take();
+                    let mut rest = j.down();
+                    j.set_down(None);
                     while let Some(c) = rest {
                         rest = self.calls.get(c).and_then(|r| r.sibling);
                         self.drop_call(c);
@@ -375,8 +354,8 @@ impl Sim<'_> {
     /// Cancellation: the job's caller gave up, so its work (queued, running or downstream) stops.
     pub(super) fn cancel_job(&mut self, job: Id) {
         let Some(j) = self.jobs.get(job) else { return };
-        let (server, state, down, started) = (j.server as usize, j.state, j.down, j.started);
-        let ticket = j.ticket;
+        let (server, state, down, started) = (j.server as usize, j.state(), j.down(), j.since);
+        let ticket = j.ticket();
         self.jobs.remove(job);
         let s = &mut self.servers[server];
         match state {

@@ -162,7 +162,7 @@ impl Sim<'_> {
         let Some(c) = self.calls.get_mut(call) else { return };
         let Some(previous) = sent else {
             if c.job.is_none() && (next.is_none() || left.is_some_and(|l| l.is_zero())) {
-                let (class, hint) = c.last;
+                let (class, hint) = c.last();
                 self.hedge_end(call, class, hint);
             }
             return;
@@ -190,8 +190,11 @@ impl Sim<'_> {
         let Some((policy, throttle)) = Self::schedule(&self.hedging, c.layer, c.inst) else {
             return;
         };
+        if c.hedge.is_none() {
+            return;
+        }
+        c.set_last((class, hint));
         let Some(h) = c.hedge.as_deref_mut() else { return };
-        c.last = (class, hint);
         if class == Class::Success {
             h.on_success(throttle);
             if copy > 1

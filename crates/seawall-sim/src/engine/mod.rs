@@ -16,7 +16,7 @@ mod tier;
 
 use seawall::admission::{Reason, RetryAfter, Ticket};
 use seawall::budget::AnyBudget;
-use seawall::classify::{Class, HttpClassifier};
+use seawall::classify::{Class, HttpClassifier, Transient};
 use seawall::grpc::HedgeState;
 use seawall::hint::Hint;
 use seawall::policy::{Call, RetryPolicy};
@@ -41,8 +41,9 @@ fn ns(ms: f64) -> u64 {
 /// Who waits for a call's result.
 #[derive(Debug, Clone, Copy)]
 enum Parent {
-    /// The edge: a user's request that arrived in `second`, due by `deadline`.
-    Edge { second: usize, deadline: u64, refreshes: u32 },
+    /// The edge: a user's request that arrived in `second` (its deadline is the call's own,
+    /// `Call::deadline`).
+    Edge { second: u32, refreshes: u32 },
     /// A job at the tier above, which made this call while serving.
     Job(Id),
 }
@@ -52,6 +53,10 @@ struct CallRec {
     layer: u16,
     /// Which instance of the layer holds the call's policy state.
     inst: u16,
+    /// The class of the last attempt's answer (see `last`), beside the 16-bit fields rather
+    /// than padded to 8 B in a tuple with the hint.
+    last_class: Class,
+    attempt: u32,
     parent: Parent,
     state: Call,
     /// The attempt in flight; for a hedged call, the newest of its copies in flight, the
@@ -61,11 +66,70 @@ struct CallRec {
     hedge: Option<Box<HedgeState>>,
     /// The next of its job's calls in flight at once (a parallel fan-out's list).
     sibling: Option<Id>,
-    attempt: u32,
+    /// The hint of the last attempt's answer, in 8 B (see [`PackedHint`]).
+    last_hint: PackedHint,
+}
+
+impl CallRec {
+    /// A call not yet sent.
+    fn new(layer: u16, inst: u16, parent: Parent, state: Call) -> CallRec {
+        let (last_class, last_hint) = NO_ANSWER;
+        CallRec {
+            layer,
+            inst,
+            last_class,
+            attempt: 0,
+            parent,
+            state,
+            job: None,
+            hedge: None,
+            sibling: None,
+            last_hint: PackedHint::of(last_hint),
+        }
+    }
+
     /// What the last attempt's server answered: a fail-fast layer that gives up without the
     /// overload signal passes that answer up as it is (with its `Retry-After`).
-    last: (Class, Hint),
+    fn last(&self) -> (Class, Hint) {
+        (self.last_class, self.last_hint.hint())
+    }
+
+    fn set_last(&mut self, (class, hint): (Class, Hint)) {
+        self.last_class = class;
+        self.last_hint = PackedHint::of(hint);
+    }
 }
+
+/// A [`Hint`] in 8 B instead of 16: a wait in nanoseconds, the two greatest values standing for
+/// "no hint" and "don't retry". A wait of 584 years or more is kept as just under that, which no
+/// server's `Retry-After` in a simulation reaches (the shedder draws seconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PackedHint(u64);
+
+impl PackedHint {
+    const NONE: u64 = u64::MAX;
+    const DONT_RETRY: u64 = u64::MAX - 1;
+
+    fn of(hint: Hint) -> PackedHint {
+        PackedHint(match hint {
+            Hint::None => Self::NONE,
+            Hint::DontRetry => Self::DONT_RETRY,
+            Hint::After(d) => u64::try_from(d.as_nanos())
+                .map_or(Self::DONT_RETRY - 1, |n| n.min(Self::DONT_RETRY - 1)),
+        })
+    }
+
+    fn hint(self) -> Hint {
+        match self.0 {
+            Self::NONE => Hint::None,
+            Self::DONT_RETRY => Hint::DontRetry,
+            n => Hint::After(std::time::Duration::from_nanos(n)),
+        }
+    }
+}
+
+/// A call's last answer before it made an attempt.
+const NO_ANSWER: (Class, Hint) = (Class::Retryable(Transient::ServerError), Hint::None);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum JobState {
@@ -74,6 +138,21 @@ enum JobState {
     Downstream,
 }
 
+/// Where a job is, with what only that phase needs: one 16 B field instead of a state byte, an
+/// `Option<Ticket>` and an `Option<Id>` side by side (25 B, padded to 32).
+#[derive(Debug, Clone, Copy)]
+enum Phase {
+    /// Waiting for a worker; at a protected tier, its place in the admission queue.
+    Queued(Option<Ticket>),
+    Serving,
+    /// Its local work is done: the calls it made downstream in flight, one in a sequence, a
+    /// list (through `CallRec::sibling`) in a parallel fan-out.
+    Downstream(Option<Id>),
+}
+
+/// `JobRec::deadline` when the attempt carries none (no deadline propagation).
+const NO_DEADLINE: u64 = u64::MAX;
+
 #[derive(Debug)]
 struct JobRec {
     tier: u16,
@@ -81,19 +160,51 @@ struct JobRec {
     inst: u16,
     /// The server (a replica of the tier, an index into `Sim::servers`) it went to.
     server: u16,
-    caller: Id,
     attempt: u32,
-    deadline: Option<u64>,
-    enqueued: u64,
-    started: u64,
-    state: JobState,
-    /// The job's calls in flight downstream: one in a sequence, a list (through
-    /// `CallRec::sibling`) in a parallel fan-out.
-    down: Option<Id>,
-    /// Its place in a protected tier's queue while queued there.
-    ticket: Option<Ticket>,
+    caller: Id,
+    /// The propagated deadline in nanoseconds, [`NO_DEADLINE`] for none (see `deadline()`).
+    deadline_ns: u64,
+    /// When it was queued while queued, when its service started while serving (each phase
+    /// needs only its own).
+    since: u64,
+    phase: Phase,
     /// The next older copy of the same hedged call in flight.
     copy: Option<Id>,
+}
+
+impl JobRec {
+    fn deadline(&self) -> Option<u64> {
+        (self.deadline_ns != NO_DEADLINE).then_some(self.deadline_ns)
+    }
+
+    fn state(&self) -> JobState {
+        match self.phase {
+            Phase::Queued(_) => JobState::Queued,
+            Phase::Serving => JobState::Serving,
+            Phase::Downstream(_) => JobState::Downstream,
+        }
+    }
+
+    /// The job's calls in flight downstream (the first of a fan-out's list).
+    fn down(&self) -> Option<Id> {
+        match self.phase {
+            Phase::Downstream(d) => d,
+            _ => None,
+        }
+    }
+
+    fn set_down(&mut self, down: Option<Id>) {
+        debug_assert_eq!(self.state(), JobState::Downstream);
+        self.phase = Phase::Downstream(down);
+    }
+
+    /// Its place in a protected tier's queue while queued there.
+    fn ticket(&self) -> Option<Ticket> {
+        match self.phase {
+            Phase::Queued(t) => t,
+            _ => None,
+        }
+    }
 }
 
 /// What the engine measured besides the series.
@@ -422,7 +533,7 @@ impl<'a> Sim<'a> {
             return adm.oldest_age(seawall::time::Instant::from_nanos(self.now)).as_secs_f64();
         }
         let front = s.front(|id| jobs.get(id).is_some());
-        front.and_then(|id| jobs.get(id)).map_or(0.0, |j| (self.now - j.enqueued) as f64 / 1e9)
+        front.and_then(|id| jobs.get(id)).map_or(0.0, |j| (self.now - j.since) as f64 / 1e9)
     }
 
     /// The oldest queued request's age over a tier's replicas, seconds.
@@ -532,8 +643,30 @@ mod size_tests {
     #[test]
     fn records_stay_within_their_budget() {
         assert_eq!(size_of::<Option<Id>>(), 8);
-        assert!(size_of::<Call>() <= 88, "seawall::policy::Call grew");
-        assert!(size_of::<CallRec>() <= 168, "CallRec grew to {} B", size_of::<CallRec>());
-        assert!(size_of::<JobRec>() <= 88, "JobRec grew to {} B", size_of::<JobRec>());
+        assert!(size_of::<Call>() <= 80, "seawall::policy::Call grew");
+        assert_eq!(size_of::<Parent>(), 12);
+        assert_eq!(size_of::<Phase>(), 16);
+        assert_eq!(size_of::<PackedHint>(), 8);
+        assert!(size_of::<CallRec>() <= 136, "CallRec grew to {} B", size_of::<CallRec>());
+        assert!(size_of::<JobRec>() <= 64, "JobRec grew to {} B", size_of::<JobRec>());
+    }
+
+    #[test]
+    fn a_packed_hint_gives_back_what_it_was_given() {
+        use std::time::Duration;
+        for h in [
+            Hint::None,
+            Hint::DontRetry,
+            Hint::After(Duration::ZERO),
+            Hint::After(Duration::from_nanos(1)),
+            Hint::After(Duration::new(7, 123_456_789)),
+            Hint::After(Duration::from_nanos(u64::MAX - 2)),
+        ] {
+            assert_eq!(PackedHint::of(h).hint(), h);
+        }
+        // Beyond what 8 B hold: the longest wait it can keep, never "no hint" or "don't retry".
+        let longest = Hint::After(Duration::from_nanos(u64::MAX - 2));
+        assert_eq!(PackedHint::of(Hint::After(Duration::MAX)).hint(), longest);
+        assert_eq!(PackedHint::of(Hint::After(Duration::from_nanos(u64::MAX))).hint(), longest);
     }
 }

@@ -11,7 +11,7 @@ use seawall::time::Instant;
 
 use super::queue::Kind;
 use super::slab::Id;
-use super::{JobState, Sim};
+use super::{JobState, Phase, Sim};
 
 impl Sim<'_> {
     /// The answer a server gives when it refuses work.
@@ -27,7 +27,7 @@ impl Sim<'_> {
     pub(super) fn arrive(&mut self, job: Id) {
         let now = self.instant();
         let Some(j) = self.jobs.get(job) else { return };
-        let (tier, attempt, deadline) = (j.tier as usize, j.attempt, j.deadline);
+        let (tier, attempt, deadline) = (j.tier as usize, j.attempt, j.deadline());
         self.stats.attempt(tier, self.now);
         let s = &mut self.servers[j.server as usize];
         s.note_arrival(self.now);
@@ -42,7 +42,7 @@ impl Sim<'_> {
                 Offer::Run => self.start_service(job),
                 Offer::Queued { ticket, evicted } => {
                     if let Some(j) = self.jobs.get_mut(job) {
-                        j.ticket = Some(ticket);
+                        j.phase = Phase::Queued(Some(ticket));
                     }
                     if let Some(e) = evicted {
                         self.shed(e, Reason::RetryShed);
@@ -75,9 +75,8 @@ impl Sim<'_> {
     fn start_service(&mut self, job: Id) {
         let Some(j) = self.jobs.get_mut(job) else { return };
         let server = j.server as usize;
-        j.state = JobState::Serving;
-        j.started = self.now;
-        j.ticket = None;
+        j.phase = Phase::Serving;
+        j.since = self.now;
         let s = &mut self.servers[server];
         s.busy += 1;
         let d = s.service_ns(self.now, &mut self.service);
@@ -131,11 +130,11 @@ impl Sim<'_> {
         victims.extend(self.jobs.ids().filter(|&id| {
             self.jobs
                 .get(id)
-                .is_some_and(|j| j.server as usize == server && j.state == JobState::Serving)
+                .is_some_and(|j| j.server as usize == server && j.state() == JobState::Serving)
         }));
         for id in victims {
             if let Some(j) = self.jobs.get(id)
-                && j.state == JobState::Serving
+                && j.state() == JobState::Serving
             {
                 self.servers[server].busy -= 1;
             }

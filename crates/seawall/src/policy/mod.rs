@@ -135,7 +135,8 @@ pub struct Call {
     /// The call's random stream, taken from the policy's [`SeedSource`] on the call's first draw:
     /// most calls never draw (no retry, no breaker, a budget that does not draw on admission),
     /// and seeding costs more than the rest of a successful call's decisions.
-    rng: Option<SeededRng>,
+    /// [`SeededRng::UNSEEDED`] until then (not an `Option`, which would add 8 B).
+    rng: SeededRng,
     /// The deadline's instant in nanoseconds; meaningful only with [`Call::DEADLINE`].
     deadline: u64,
     /// The last wait's whole seconds ([`Duration::as_secs`]).
@@ -215,7 +216,7 @@ impl fmt::Debug for Call {
             .field("safe_to_retry", &self.has(Self::SAFE_TO_RETRY))
             .field("replayable", &self.has(Self::REPLAYABLE))
             .field("deadline", &self.deadline())
-            .field("rng", &self.rng)
+            .field("rng", &self.rng.is_seeded().then_some(&self.rng))
             .field("prev_wait", &self.prev_wait())
             .field("paid", &self.has(Self::PAID).then(|| Withdrawal::new(self.paid)))
             .field("permit", &self.permit)
@@ -331,7 +332,7 @@ impl<B: Budget> RetryPolicy<B> {
             attempts: 0,
             flags,
             deadline: deadline.map_or(0, |d| d.instant().as_nanos()),
-            rng: None,
+            rng: SeededRng::UNSEEDED,
             prev_wait_secs: 0,
             prev_wait_nanos: 0,
             paid: 0,
@@ -343,7 +344,10 @@ impl<B: Budget> RetryPolicy<B> {
     /// The call's random stream, seeded on first use. Streams are handed out in the order of
     /// calls' first draws, so a seeded policy driven in the same order makes the same decisions.
     fn rng<'a>(&'a self, call: &'a mut Call) -> &'a mut SeededRng {
-        call.rng.get_or_insert_with(|| self.seeds.stream())
+        if !call.rng.is_seeded() {
+            call.rng = self.seeds.stream();
+        }
+        &mut call.rng
     }
 
     fn finish(&self, call: &mut Call, now: Instant, outcome: Result<(), GiveUpReason>) {
