@@ -90,13 +90,20 @@ fn the_example_stack_stays_down_before_and_recovers_with_seawall_as_the_one_owne
     assert_eq!(before["recovered"], false, "before: stays down");
     assert!(g(before, "goodput_after") <= 0.2, "before: goodput after the fault");
     // Every attempt fails, during the fault and (stuck) after it, and no layer stops early:
-    // each edge request costs up to the product. Less reaches `dep` when attempts fall past a
-    // window's end, and when the machine is saturated (the lab then marks the figure a lower
-    // bound): a backend's 100 ms can run out before its request leaves. More than 3 (any one
-    // layer's own attempts): the layers multiply.
+    // each edge request costs up to the product. A request's attempts take seconds (18 × the
+    // backend's 100 ms, plus HAProxy's waits), so one second's attempts are partly those of
+    // requests sent in the seconds before: a window that follows a busier one can read above
+    // the product (19.75 was seen after the fault). Over the fault and everything after it
+    // together, what spills in is the healthy seconds' one attempt each, so that sum is held
+    // to the product. Less reaches `dep` when attempts fall past the run's end, and when the
+    // machine is saturated (the lab then marks the figure a lower bound): a backend's 100 ms
+    // can run out before its request leaves. More than 3 (any one layer's own attempts): the
+    // layers multiply.
+    let whole = per_edge(before, FAULT.start..DURATION);
     assert!(
-        during <= PRODUCT + 0.01 && stuck <= PRODUCT + 0.5 && stuck > 3.0,
-        "before: {during:.2} during, {stuck:.2} after the fault, configured {PRODUCT}"
+        whole <= PRODUCT + 0.5 && stuck > 3.0,
+        "before: {whole:.2} from the fault on ({during:.2} during, {stuck:.2} after it), \
+         configured {PRODUCT}"
     );
     assert_eq!(after["recovered"], true, "after: recovers");
     let recovery = after["recovery_s"].as_f64().unwrap();
