@@ -154,3 +154,23 @@ fn random_results_render_well_formed_and_deterministic() {
         }
     }
 }
+
+/// A figure written to results.json reads back as the same `f64` (fuzz/detect_json found one
+/// that serde_json's default float parser read one unit in the last place off).
+#[test]
+fn figures_read_back_exactly() {
+    let v = 1.0844444444444444e58_f64;
+    let mut r = Results {
+        scenario: "s".into(),
+        description: String::new(),
+        seed: 1,
+        source: Source::Simulation,
+        duration_s: 1.0,
+        fault: None,
+        tiers: vec!["a".into()],
+        runs: Vec::new(),
+    };
+    r.duration_s = v;
+    let again: Results = serde_json::from_str(&r.to_json()).unwrap();
+    assert_eq!(again.duration_s.to_bits(), v.to_bits());
+}

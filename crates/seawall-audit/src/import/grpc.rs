@@ -27,7 +27,7 @@ use std::path::Path;
 use seawall::grpc::{self, Code, CodeSet, MethodConfig, Name, Policy, ServiceConfig};
 use serde_json::Value;
 
-use super::{Select, loc};
+use super::{MAX_TIMEOUT, Select, loc};
 use crate::error::{Error, ErrorKind};
 use crate::model::{Budget, Place, RetryLayer};
 
@@ -173,7 +173,7 @@ fn policy_layer(
         None => {
             let line = nth_key_line(text, lower, "name", i);
             let mut l = RetryLayer::new(Place::Rpc, 1, loc(path, line));
-            l.timeout = mc.timeout;
+            l.timeout = mc.timeout.map(|t| t.min(MAX_TIMEOUT));
             return l;
         }
     };
@@ -181,7 +181,7 @@ fn policy_layer(
     let line = nth_key_line(text, lower, key, nth);
     let mut l = RetryLayer::new(Place::Rpc, attempts, loc(path, line));
     l.jitter = true;
-    l.timeout = mc.timeout;
+    l.timeout = mc.timeout.map(|t| t.min(MAX_TIMEOUT));
     l.retries_4xx = CLIENT_ERRORS
         .iter()
         .any(|&n| Code::from_i64(i64::from(n)).is_some_and(|c| CodeSet::contains(codes, c)));
@@ -220,6 +220,17 @@ mod tests {
         assert!(l[1].implicit && l[1].attempts == 1);
         let l = parse(Path::new("sc.json"), CFG, &sel(Some("Get"))).unwrap();
         assert_eq!(l[0].attempts, 1, "the exact method has no policy");
+    }
+
+    /// A legal but absurd timeout (gRPC allows 10,000 years) is held to the audit's maximum, as
+    /// every other importer's is (found by fuzz/import_grpc: 7,105,843,295.5 s).
+    #[test]
+    fn timeouts_are_clamped_to_the_audits_maximum() {
+        let cfg = CFG.replace("\"timeout\": \"1s\"", "\"timeout\": \"007105843295.5s\"");
+        let sel =
+            Select { service: Some("a.A".into()), method: Some("Get".into()), ..Select::default() };
+        let l = parse(Path::new("sc.json"), &cfg, &sel).unwrap();
+        assert_eq!(l[0].timeout, Some(MAX_TIMEOUT));
     }
 
     #[test]

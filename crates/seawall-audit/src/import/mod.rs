@@ -80,8 +80,14 @@ pub fn load(format: Format, path: &Path, select: &Select) -> Result<Vec<RetryLay
     }
 }
 
+/// The longest timeout an imported layer holds: 10 years (of 365 days). [`parse_duration`]
+/// refuses longer ones; a gRPC service config may legally say up to 10,000 years (the
+/// `google.protobuf.Duration` range), which the gRPC importer clamps to this, since any such
+/// timeout outlasts every run the audit reasons about.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(315_360_000);
+
 /// Parses a duration as Go (`1h2m3.5s`, `250ms`) and protobuf JSON (`0.25s`) write them.
-/// Returns `None` for anything else, including negative or absurd (> 10 years) values.
+/// Returns `None` for anything else, including negative or absurd (> [`MAX_TIMEOUT`]) values.
 pub fn parse_duration(s: &str) -> Option<Duration> {
     let s = s.trim();
     if s.is_empty() {
@@ -109,7 +115,8 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
         rest = &rest[unit_len..];
         total += value * scale;
     }
-    (total.is_finite() && total <= 315_360_000.0).then(|| Duration::from_secs_f64(total))
+    (total.is_finite() && total <= MAX_TIMEOUT.as_secs_f64())
+        .then(|| Duration::from_secs_f64(total))
 }
 
 /// `file:line` for locations in findings.
