@@ -43,6 +43,16 @@ async fn assert_agrees(params: &LabParams) {
             assert_eq!(run.recovered, p.recovered, "{}: the verdicts differ", run.policy);
         }
         for g in all.iter().filter(|g| g.policy == run.policy) {
+            // Not yet comparable: the baseline's wasted work. The simulator weighs wasted work
+            // by busy time, the lab counts completed requests (1 − good / completed), and the
+            // baseline's wasted requests are the ones served while the dependency runs 3×
+            // slower, so by time they weigh more: one run here gave lab 45 %, sim 74 %. Both
+            // sides need the same definition first (open in issue 17); the report shows the
+            // gap, marked.
+            if run.policy == "baseline" && g.figure == Figure::WastedWork {
+                eprintln!("baseline: wasted work not compared (count vs busy time), {g:?}");
+                continue;
+            }
             match (lower_bound, capped(g.figure)) {
                 (false, _) => assert!(!g.too_far(), "{g:?}\n{}", out.gap_table()),
                 (true, Some(_)) => {
