@@ -74,20 +74,10 @@ impl BackendConfig {
             .map_err(|_| bad(format!("{upstream:?}: the host must be a loopback IP address")))?;
         let port = uri.port_u16().ok_or_else(|| bad(format!("{upstream:?}: no port")))?;
         super::loopback("--upstream", std::net::SocketAddr::new(ip, port))?;
-        if let BackendClient::Naive { attempts } = client
-            && attempts.get() > MAX_ATTEMPTS
-        {
-            return Err(LabError::bad_input(
-                "--attempts",
-                format!("1 to {MAX_ATTEMPTS}, got {attempts}"),
-            ));
+        if let BackendClient::Naive { attempts } = client {
+            super::count_in("--attempts", attempts.get(), MAX_ATTEMPTS)?;
         }
-        if timeout < Duration::from_millis(1) || timeout > MAX_TIMEOUT {
-            return Err(LabError::bad_input(
-                "--timeout-ms",
-                format!("1 to {} ms, got {}", MAX_TIMEOUT.as_millis(), timeout.as_millis()),
-            ));
-        }
+        super::millis_in("--timeout-ms", timeout, MAX_TIMEOUT)?;
         Ok(BackendConfig { upstream: uri, client, timeout })
     }
 }

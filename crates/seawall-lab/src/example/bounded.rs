@@ -35,21 +35,9 @@ impl BoundedConfig {
     /// Checks the ranges: workers 1 to [`MAX_WORKERS`], service 1 ms to [`MAX_SERVICE`], queue
     /// 1 to [`MAX_QUEUE`].
     pub fn new(workers: u32, service: Duration, queue: u32) -> Result<BoundedConfig, LabError> {
-        if !(1..=MAX_WORKERS).contains(&workers) {
-            return Err(LabError::bad_input(
-                "--workers",
-                format!("1 to {MAX_WORKERS}, got {workers}"),
-            ));
-        }
-        if service < Duration::from_millis(1) || service > MAX_SERVICE {
-            return Err(LabError::bad_input(
-                "--service-ms",
-                format!("1 to {} ms, got {}", MAX_SERVICE.as_millis(), service.as_millis()),
-            ));
-        }
-        if !(1..=MAX_QUEUE).contains(&queue) {
-            return Err(LabError::bad_input("--queue", format!("1 to {MAX_QUEUE}, got {queue}")));
-        }
+        super::count_in("--workers", workers, MAX_WORKERS)?;
+        super::millis_in("--service-ms", service, MAX_SERVICE)?;
+        super::count_in("--queue", queue, MAX_QUEUE)?;
         Ok(BoundedConfig { workers, service, queue })
     }
 }

@@ -19,6 +19,7 @@ pub use backend::{BackendClient, BackendConfig, MAX_ATTEMPTS, MAX_TIMEOUT, serve
 pub use bounded::{BoundedConfig, MAX_QUEUE, MAX_SERVICE, MAX_WORKERS, serve_bounded};
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use crate::LabError;
 
@@ -30,6 +31,27 @@ pub fn loopback(what: &'static str, addr: SocketAddr) -> Result<SocketAddr, LabE
         Err(LabError::bad_input(
             what,
             format!("{addr} is not a loopback address (127.0.0.0/8, ::1)"),
+        ))
+    }
+}
+
+/// Checks that `v` is in `1..=max` for the flag `what`.
+fn count_in(what: &'static str, v: u32, max: u32) -> Result<u32, LabError> {
+    if (1..=max).contains(&v) {
+        Ok(v)
+    } else {
+        Err(LabError::bad_input(what, format!("1 to {max}, got {v}")))
+    }
+}
+
+/// Checks that `d` is between 1 ms and `max` for the milliseconds flag `what`.
+fn millis_in(what: &'static str, d: Duration, max: Duration) -> Result<Duration, LabError> {
+    if d >= Duration::from_millis(1) && d <= max {
+        Ok(d)
+    } else {
+        Err(LabError::bad_input(
+            what,
+            format!("1 to {} ms, got {}", max.as_millis(), d.as_millis()),
         ))
     }
 }
@@ -68,7 +90,7 @@ pub enum ExampleNode {
 pub fn run_blocking(
     node: ExampleNode,
     listen: SocketAddr,
-    max_runtime: std::time::Duration,
+    max_runtime: Duration,
     on_listen: impl FnOnce(SocketAddr),
 ) -> Result<(), LabError> {
     let listen = loopback("--listen", listen)?;
