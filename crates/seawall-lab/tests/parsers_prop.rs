@@ -9,7 +9,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 use seawall_lab::FaultSpec;
 use seawall_lab::proxy::fault::{MAX_LATENCY_MS, MAX_SECONDS};
-use seawall_lab::proxy::{Delay, Fault, FaultKind, Mode};
+use seawall_lab::proxy::{Delay, FailMode, Fault, FaultKind, Mode};
 use seawall_lab::target::TargetParams;
 
 fn params() -> TargetParams {
@@ -126,6 +126,54 @@ proptest! {
             (3, FaultKind::Fail(_)) => prop_assert_eq!(f.percent, f64::from(pct)),
             (k, got) => prop_assert!(false, "kind {} parsed as {:?}", k, got),
         }
+        let again: Fault = f.to_string().parse().unwrap();
+        prop_assert_eq!(again, f);
+    }
+
+    #[test]
+    fn every_kind_and_option_round_trips(
+        kind in 0..8usize, dur_ms in 0u64..=86_400_000, start_ms in 0u64..=86_400_000,
+        latency in 0..=MAX_LATENCY_MS, jitter in 0..=MAX_LATENCY_MS, pct in 1u32..=99,
+        warmup_ms in 0u64..=86_400_000, floor in 0u32..=1000, kb in 1u64..=10_000_000,
+    ) {
+        // The kinds and keys the test above leaves out: fail's modes, slow's distributions,
+        // restart-cold's warm-up and floor, bandwidth's rate, and pct on a kind other than fail.
+        let (dur, start) = (dur_ms as f64 / 1000.0, start_ms as f64 / 1000.0);
+        let (warmup, floor) = (warmup_ms as f64 / 1000.0, f64::from(floor) / 10.0);
+        let spec = match kind {
+            0 => format!("fail:{dur}@{start},mode=refuse"),
+            1 => format!("fail:{dur}@{start},mode=reset,pct={pct}"),
+            2 => format!("fail:{dur}@{start},mode=close"),
+            3 => format!("slow:{dur}@{start},latency={latency},jitter={jitter},pct={pct}"),
+            4 => format!("slow:{dur}@{start},latency={latency},dist=exp"),
+            5 => format!("restart-cold:{dur}@{start},warmup={warmup},floor={floor}"),
+            6 => format!("cold:{dur}@{start},pct={pct}"),
+            _ => format!("bandwidth:{dur}@{start},rate={kb}"),
+        };
+        let f: Fault = spec.parse().unwrap();
+        prop_assert_eq!((f.duration, f.start), (Duration::from_millis(dur_ms), Duration::from_millis(start_ms)));
+        let ms = Duration::from_millis;
+        match (kind, f.kind) {
+            (0, FaultKind::Fail(FailMode::Refuse))
+            | (1, FaultKind::Fail(FailMode::Reset))
+            | (2, FaultKind::Fail(FailMode::Close)) => {}
+            (3, FaultKind::Slow(Delay::Uniform { latency: l, jitter: j })) => {
+                // The jitter is clamped to the latency (a delay is never negative).
+                prop_assert_eq!((l, j), (ms(latency), ms(jitter.min(latency))));
+            }
+            (4, FaultKind::Slow(Delay::Exponential(l))) => prop_assert_eq!(l, ms(latency)),
+            (5, FaultKind::RestartCold { warmup: w, floor: fl }) => {
+                prop_assert_eq!((w, fl), (ms(warmup_ms), floor));
+            }
+            (6, FaultKind::RestartCold { warmup: w, floor: fl }) => {
+                // The documented defaults: a 10 s warm-up from a 10 % floor.
+                prop_assert_eq!((w, fl), (Duration::from_secs(10), 10.0));
+            }
+            (7, FaultKind::Bandwidth { bytes_per_s }) => prop_assert_eq!(bytes_per_s, kb * 1000),
+            (k, got) => prop_assert!(false, "kind {} parsed as {:?}", k, got),
+        }
+        let want_pct = if matches!(kind, 1 | 3 | 6) { f64::from(pct) } else { 100.0 };
+        prop_assert_eq!(f.percent, want_pct);
         let again: Fault = f.to_string().parse().unwrap();
         prop_assert_eq!(again, f);
     }
