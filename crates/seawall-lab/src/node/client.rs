@@ -192,3 +192,51 @@ fn status(s: StatusCode) -> Response<()> {
     *r.status_mut() = s;
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use http_body_util::Full;
+    use hyper::server::conn::http1;
+    use hyper::service::service_fn;
+    use hyper_util::rt::TokioIo;
+    use tokio::net::TcpListener;
+
+    use super::*;
+
+    /// Consecutive calls share one keep-alive connection, as a real service's client does, so
+    /// the lab's tiers do not pay a connect (and leave a TIME_WAIT socket) per attempt. The
+    /// answers' bodies are dropped unread (`map(|_| ())`); a short body has arrived with the
+    /// head, and the connection still goes back to the pool. Red with an idle pool of 0.
+    #[tokio::test]
+    async fn consecutive_calls_reuse_one_connection() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let count = accepted.clone();
+        let server = tokio::spawn(async move {
+            loop {
+                let (tcp, _) = listener.accept().await.unwrap();
+                count.fetch_add(1, Ordering::Relaxed);
+                tokio::spawn(async move {
+                    let answer = service_fn(|_req| async {
+                        Ok::<_, std::convert::Infallible>(Response::new(Full::new(
+                            Bytes::from_static(b"ok\n"),
+                        )))
+                    });
+                    let _ = http1::Builder::new().serve_connection(TokioIo::new(tcp), answer).await;
+                });
+            }
+        });
+        let http = http_client();
+        let url: http::Uri = format!("http://{addr}/").parse().unwrap();
+        for _ in 0..20 {
+            let req = Request::get(url.clone()).body(Empty::new()).unwrap();
+            let r = http.clone().oneshot(req).await.unwrap();
+            assert_eq!(r.status(), StatusCode::OK);
+        }
+        server.abort();
+        assert_eq!(accepted.load(Ordering::Relaxed), 1, "one connection for 20 calls");
+    }
+}
