@@ -148,3 +148,40 @@ fn per_instance_servers_are_checked() {
     let e = err(&["tier.app.servers=\"sidecar\""]);
     assert!(e.contains("servers"), "{e}");
 }
+
+/// The engine numbers servers with 16 bits, so a scenario holds at most 60,000 over all its
+/// tiers, counting a tier's replicas or, with `servers = "per-instance"`, its instances. At the
+/// cap it loads; one more is refused with an error that names the cap, whichever way the
+/// servers were counted. Red if the check is dropped (or sums only one of the two).
+#[test]
+fn servers_over_all_tiers_are_capped_at_60000() {
+    // Six tiers of 10,000 per-instance servers each is the cap; a last tier of `replicas`
+    // servers tips it over by one or stays at it.
+    let scenario = |last_replicas: u32| {
+        let mut s = String::from(
+            "name = \"cap\"\ndescription = \"the server cap\"\nduration_s = 1\n[edge]\nrate = 1\ndeadline_ms = 1000\n",
+        );
+        for i in 0..6 {
+            s += &format!(
+                "[[tier]]\nname = \"t{i}\"\nworkers = 1\ninstances = 10000\n\
+                 servers = \"per-instance\"\nservice = {{ mean_ms = 1 }}\n"
+            );
+        }
+        s += &format!(
+            "[[tier]]\nname = \"db\"\nworkers = 1\nreplicas = {last_replicas}\n\
+             service = {{ mean_ms = 1 }}\n"
+        );
+        s
+    };
+    // 60,000 + 1: the database's one server is past the cap.
+    let over = scenario_file("cap-over", &scenario(1));
+    let e = load(over.to_str().unwrap(), &[]).unwrap_err().to_string();
+    assert!(e.contains("at most 60000 servers") && e.contains("60001"), "{e}");
+    // Through --set, the same check: 5 tiers' worth at the cap, then one instance more.
+    let at = ["tier.t5.instances=9999"].map(String::from);
+    load(over.to_str().unwrap(), &at).expect("60,000 servers load");
+    let e = load(over.to_str().unwrap(), &["tier.db.replicas=2".into(), at[0].clone()])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("at most 60000 servers") && e.contains("60001"), "{e}");
+}
