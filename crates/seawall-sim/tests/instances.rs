@@ -185,3 +185,61 @@ fn servers_over_all_tiers_are_capped_at_60000() {
         .to_string();
     assert!(e.contains("at most 60000 servers") && e.contains("60001"), "{e}");
 }
+
+/// The sidecar layout at 40 rps, with the database failing too while app instance 0's server
+/// does: the app tier retries its database calls under a ratio budget per instance (10 % of
+/// requests plus a reserve of 10 retries/s per client).
+const SIDECAR_BOTH_DOWN: &str = r#"
+name = "sidecar-both-down"
+description = "four app instances, each with its own server; instance 0's server and the database fail"
+duration_s = 30
+[edge]
+rate = 40
+deadline_ms = 1000
+[[tier]]
+name = "app"
+workers = 50
+instances = 4
+servers = "per-instance"
+service = { mean_ms = 5 }
+timeout_ms = 500
+[[tier]]
+name = "db"
+workers = 100
+service = { mean_ms = 5 }
+[[fault]]
+kind = "outage"
+mode = "fail"
+tier = "app"
+replica = 0
+start_s = 10
+duration_s = 10
+[[fault]]
+kind = "outage"
+mode = "fail"
+tier = "db"
+start_s = 10
+duration_s = 10
+"#;
+
+/// With a server per instance, the instance whose server admitted a request is the one whose
+/// client calls the database: instance 0's server fails everything, so instance 0's client
+/// gets no requests and spends none of its retry reserve. Three reserves retry, not four. With
+/// four pool replicas instead (the same fault on replica 0, the instance drawn apart from the
+/// server), all four clients get requests and all four reserves are spent. Red if the engine
+/// draws the instance apart from the server with `servers = "per-instance"` too.
+#[test]
+fn the_instance_whose_server_admitted_a_request_makes_its_calls() {
+    let path = scenario_file("sidecar-both-down", SIDECAR_BOTH_DOWN);
+    let ratio = "policies.budget.budget=ratio";
+    let per_instance = run_file(&path, "budget", &[ratio]);
+    let pool =
+        run_file(&path, "budget", &[ratio, "tier.app.servers=\"pool\"", "tier.app.replicas=4"]);
+    let (p, q) = (db_rps_during_outage(&per_instance), db_rps_during_outage(&pool));
+    eprintln!("database attempts/s during the outage: per instance {p:.1}, pool of 4 {q:.1}");
+    // 30 first attempts/s reach the app's clients (three of four servers answer); the retries
+    // are bounded by each live client's reserve plus 10 % of its 10 requests/s.
+    let first = 30.0;
+    assert!(p <= first + 3.0 * (10.0 + 1.0) + 2.0, "per instance: three reserves, got {p:.1}/s");
+    assert!(q >= first + 4.0 * 10.0, "pool: four reserves, got {q:.1}/s");
+}
