@@ -79,14 +79,17 @@ fn pg_peak(params: &LabParams, samples: &[PgSample]) -> Option<PgSample> {
     }))
 }
 
-/// The fraction of the dependency's completed work whose answer reached no user in time: every
-/// request answered 2xx within its deadline at the load generator took exactly one completion
-/// at the dependency, and every other completion was for a caller — at some tier, or the user
-/// — who had gone. The simulator counts the same thing (work whose chain of callers up to the
-/// edge had been abandoned), so the two compare; the dependency's own `wasted` counter sees
-/// only its immediate caller leave.
-fn wasted_work(good: f64, completed: u64) -> f64 {
-    if completed == 0 { 0.0 } else { (1.0 - good / completed as f64).clamp(0.0, 1.0) }
+/// Wasted work: the share of the dependency's busy time spent on requests whose answer reached
+/// no user in time. Every request answered 2xx within its deadline at the load generator took
+/// exactly one piece of work at the dependency, whose length came back with the answer
+/// ([`SERVICE_HEADER`](crate::node::stats::SERVICE_HEADER)), summed in `good_busy`; the rest of
+/// the dependency's busy time (`busy`, every request's service, whole or cut short) was for a
+/// caller — at some tier, or the user — who had gone. The simulator weighs the same thing
+/// (service time of work whose chain of callers up to the edge had been abandoned), so the two
+/// compare. By time, not by count: the storm's wasted requests are served up to 3× slower and
+/// cost that much more capacity.
+fn wasted_work(good_busy: f64, busy: f64) -> f64 {
+    if busy <= 0.0 { 0.0 } else { (1.0 - good_busy / busy).clamp(0.0, 1.0) }
 }
 
 /// One configuration's [`Run`] and [`LabFigures`].
@@ -147,7 +150,7 @@ pub fn to_run(params: &LabParams, m: &Measured) -> (Run, LabFigures) {
         goodput_before: sum.goodput_before,
         goodput_during: sum.goodput_during,
         goodput_after: sum.goodput_after,
-        wasted_work: wasted_work(total(&series.goodput_rps), last.completed),
+        wasted_work: wasted_work(m.load.good_busy.as_secs_f64(), last.busy_s),
         events: offered as u64,
         hedging: Vec::new(),
         series,

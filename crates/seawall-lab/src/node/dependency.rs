@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
-use axum::response::IntoResponse;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use tokio::sync::Semaphore;
 
@@ -26,7 +26,7 @@ use seawall_tower::admin::AdminAuth;
 use seawall_tower::client::metrics_response;
 use seawall_tower::server::{ServerMetrics, admission_response};
 
-use super::stats::{NodeStats, QueueSlot};
+use super::stats::{BusySpan, NodeStats, QueueSlot, mark_service};
 use super::{NodeSpec, admin};
 use crate::config::{FaultKind, Stack};
 
@@ -57,7 +57,7 @@ pub struct Dependency {
     /// Requests left to serve before a restarted dependency is warm.
     cold_left: AtomicU64,
     warmup: u64,
-    stats: NodeStats,
+    stats: Arc<NodeStats>,
     layers: ServerMetrics,
     registry: Registry,
     admission: Arc<Control>,
@@ -81,7 +81,7 @@ impl Dependency {
             fault: Mutex::new(None),
             cold_left: AtomicU64::new(0),
             warmup: (capacity * WARMUP_S) as u64,
-            stats: NodeStats::default(),
+            stats: Arc::default(),
             layers,
             registry,
             admission: Arc::new(Control::new()),
@@ -134,38 +134,49 @@ impl Dependency {
 
     /// One request's work: wait for a worker, then hold it for the service time. `deadline`
     /// (seawall only) drops the request if it expired while queued. `gone` says whether the
-    /// caller left (the work is then wasted).
-    async fn work(&self, deadline: Option<Instant>, gone: &AtomicBool) -> StatusCode {
+    /// caller left (the work is then wasted). Returns the answer and, when the work was done,
+    /// how long it took (the busy time the answer cost; see [`super::stats::SERVICE_HEADER`]).
+    async fn work(
+        &self,
+        deadline: Option<Instant>,
+        gone: &AtomicBool,
+    ) -> (StatusCode, Option<Duration>) {
+        const UNAVAILABLE: (StatusCode, Option<Duration>) = (StatusCode::SERVICE_UNAVAILABLE, None);
         if let Some(f) = self.current_fault()
             && matches!(f.kind, FaultKind::Fail | FaultKind::Restart)
         {
-            return StatusCode::SERVICE_UNAVAILABLE;
+            return UNAVAILABLE;
         }
         self.in_system.fetch_add(1, Ordering::Relaxed);
         let _leave = Leave(&self.in_system);
         let slot = QueueSlot::new(&self.stats);
         let queued_at = Instant::now();
         let Ok(_permit) = self.pool.acquire().await else {
-            return StatusCode::SERVICE_UNAVAILABLE;
+            return UNAVAILABLE;
         };
         slot.done();
         if self.flushed(queued_at) {
             self.stats.doomed();
-            return StatusCode::SERVICE_UNAVAILABLE;
+            return UNAVAILABLE;
         }
         if let Some(f) = self.current_fault()
             && f.kind == FaultKind::Hang
         {
+            // A hung dependency holds its worker without serving (the simulator's `hold`
+            // outage: no capacity), so this wait is not busy time.
             tokio::time::sleep_until(f.until.into()).await;
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
             self.stats.doomed();
-            return StatusCode::SERVICE_UNAVAILABLE;
+            return UNAVAILABLE;
         }
         let t = self.service_time(self.in_system.load(Ordering::Relaxed));
+        // Busy from here, until the work ends or the caller cancels it (seawall drops the
+        // handler, and with it this span).
+        let busy = BusySpan::start(&self.stats);
         tokio::time::sleep(t).await;
         self.stats.completed(gone.load(Ordering::Relaxed));
-        StatusCode::OK
+        (StatusCode::OK, Some(busy.elapsed()))
     }
 }
 
@@ -186,9 +197,8 @@ impl Drop for GoneOnDrop {
     }
 }
 
-async fn handle(State(dep): State<Arc<Dependency>>, headers: HeaderMap) -> StatusCode {
-    dep.stats.received();
-    match dep.stack {
+async fn handle(State(dep): State<Arc<Dependency>>, headers: HeaderMap) -> Response {
+    let (status, busy) = match dep.stack {
         // Baseline: a server that finishes what it started, caller or not (what most
         // databases do): the work runs detached from the request.
         Stack::Baseline => {
@@ -196,7 +206,7 @@ async fn handle(State(dep): State<Arc<Dependency>>, headers: HeaderMap) -> Statu
             let _guard = GoneOnDrop(gone.clone());
             let d = dep.clone();
             let job = tokio::spawn(async move { d.work(None, &gone).await });
-            job.await.unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+            job.await.unwrap_or((StatusCode::INTERNAL_SERVER_ERROR, None))
         }
         // Seawall: the handler is the work; a caller that leaves cancels it, and the deadline
         // the caller sent drops it if it expires in the queue.
@@ -204,7 +214,12 @@ async fn handle(State(dep): State<Arc<Dependency>>, headers: HeaderMap) -> Statu
             let deadline = super::tier::header_deadline(&headers).map(|d| Instant::now() + d);
             dep.work(deadline, &AtomicBool::new(false)).await
         }
+    };
+    let mut out = status.into_response();
+    if let Some(d) = busy {
+        mark_service(out.headers_mut(), d);
     }
+    out
 }
 
 /// `POST /admin/fault/{kind}/{ms}` (on the admin listener, behind the token): starts a fault.
@@ -249,10 +264,14 @@ pub fn router(dep: Arc<Dependency>) -> Router {
     let mut work = Router::new().route("/", get(handle));
     work = match dep.stack {
         // Admission at the worker count: the dependency never holds more than it can serve.
-        Stack::Seawall => {
-            super::protect::protect(work, dep.workers as usize, &dep.layers, &dep.admission)
-        }
-        Stack::Baseline => super::protect::observe(work, &dep.layers, &dep.admission),
+        Stack::Seawall => super::protect::protect(
+            work,
+            dep.workers as usize,
+            &dep.layers,
+            &dep.admission,
+            &dep.stats,
+        ),
+        Stack::Baseline => super::protect::observe(work, &dep.layers, &dep.admission, &dep.stats),
     };
     work.route("/lab/stats", get(stats)).route("/metrics", get(metrics)).with_state(dep)
 }
