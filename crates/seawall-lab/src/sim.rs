@@ -27,10 +27,10 @@
 //! | wasted work: the dependency's busy time not behind a good answer (each answer carries its own, `lab-service-us`) | service time of work whose callers up to the edge had gone, over all service time |
 //!
 //! The simulator's service times are a distribution, so small gaps are expected; a different
-//! verdict is not. One is systematic: the lab's dependency serves by sleeping on tokio's
-//! 1 ms timer, which ends every sleep on a tick after it is due, so each service runs 1–2 ms
-//! long (41.9 ms for 40 on a loaded 2-core machine) and the lab's capacity is ~5 % under the
-//! nominal one — most of the gap in goodput per second at twice the capacity. Its slowdown follows the work in the system (queued + running), as the lab's
+//! verdict is not. The lab's dependency serves by sleeping on tokio's timer, which wakes it
+//! late (a 1 ms tick, and a busy machine); it asks for less by the timer's recent lateness, so
+//! that its service times average the ones modelled here (uncorrected, a 40 ms service took
+//! 41.9 ms and the lab served at twice its capacity 8 % under the prediction). Its slowdown follows the work in the system (queued + running), as the lab's
 //! dependency does, so shedding protects it in both.
 
 use std::fmt;
