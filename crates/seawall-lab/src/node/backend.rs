@@ -99,7 +99,8 @@ impl PgBackend {
 
     /// Runs the statement on a connection the permit guarantees is free; returns it after.
     /// Returns the answer and, when the statement ran to the end, how long it took (see
-    /// [`super::stats::SERVICE_HEADER`]).
+    /// [`super::stats::SERVICE_HEADER`]). The connection is busy for as long as the statement
+    /// runs, waiting on a lock included: a hung table holds its connections.
     async fn run(&self, permit: OwnedSemaphorePermit, idx: usize, gone: &AtomicBool) -> Served {
         let busy = BusySpan::start(&self.stats);
         let r = self.conns[idx].execute(self.statement.as_str(), &[]).await;
