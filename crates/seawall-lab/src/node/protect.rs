@@ -8,7 +8,7 @@
 //!
 //! Every node serves the knob on its admin listener (see [`super::admin`]), not here.
 //!
-//! Both count each attempt as it arrives, outside every layer ([`count_arrivals`]): an attempt
+//! Both count each attempt as it arrives, outside every layer (`count_arrivals`): an attempt
 //! the layers turn away is still one that reached the node, and the simulator counts a tier's
 //! attempts at its door in the same way.
 
