@@ -1,8 +1,8 @@
 //! Counters each node keeps and serves at `GET /lab/stats` for the parent to scrape each second.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -27,6 +27,12 @@ pub fn service_of(headers: &http::HeaderMap, max: Duration) -> Option<Duration> 
         return None;
     }
     v.parse::<u64>().ok().map(|us| Duration::from_micros(us).min(max))
+}
+
+/// Seconds since this process first read the clock here (the origin of [`StatsSnapshot::at_s`]).
+fn clock_s() -> f64 {
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    ORIGIN.get_or_init(Instant::now).elapsed().as_secs_f64()
 }
 
 /// Live counters of one node. Cumulative; the parent turns them into per-second rates.
@@ -61,6 +67,11 @@ pub struct StatsSnapshot {
     /// pool's; zero for the tiers, which only wait on the next one).
     #[serde(default)]
     pub busy_s: f64,
+    /// When the node took this snapshot, seconds on its own monotonic clock (from an arbitrary
+    /// origin, the same for every node of one process): two snapshots of one node are
+    /// `at_s` apart, however late the parent's scrape of either was answered.
+    #[serde(default)]
+    pub at_s: f64,
     /// Age of the oldest request waiting for a worker, seconds.
     pub queue_age_s: f64,
     /// Requests waiting for a worker.
@@ -130,6 +141,7 @@ impl NodeStats {
             completed: self.completed.load(Ordering::Relaxed),
             wasted: self.wasted.load(Ordering::Relaxed),
             busy_s: self.busy_ns.load(Ordering::Relaxed) as f64 / 1e9,
+            at_s: clock_s(),
             queue_age_s,
             queue_len,
             ..StatsSnapshot::default()
