@@ -5,8 +5,9 @@
 //! scheduled instant; a late scheduler sends the backlog at once rather than skipping it, and the
 //! lag is reported. Each request carries the edge deadline (`Request-Timeout-Ms`) and counts as
 //! goodput only if it is answered 2xx within it. Counts are bucketed by the second it was sent.
-//! A good answer also carries the dependency's busy time behind it ([`SERVICE_HEADER`](crate::node::stats::SERVICE_HEADER)), summed
-//! into [`LoadCounts::good_busy`].
+//! A good answer also carries the dependency's busy time behind it
+//! ([`SERVICE_HEADER`](crate::node::stats::SERVICE_HEADER)), summed into
+//! [`LoadCounts::good_busy`].
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -72,7 +73,8 @@ pub struct LoadCounts {
     /// Of those, answered 2xx within their deadline.
     pub good: Vec<u64>,
     /// The bottom's busy time behind those good answers, summed (each answer carries it in
-    /// [`SERVICE_HEADER`](crate::node::stats::SERVICE_HEADER)): the part of the dependency's work whose answer a user used.
+    /// [`SERVICE_HEADER`](crate::node::stats::SERVICE_HEADER)): the part of the dependency's
+    /// work whose answer a user used.
     pub good_busy: Duration,
     /// The scheduler's worst lag behind its schedule (a busy machine, not the system under test).
     pub max_lag: Duration,

@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 /// The response header that carries, from the dependency (or the PostgreSQL pool) up through
 /// every tier to the load generator, how long the work behind a 2xx answer took, in whole
 /// microseconds: the busy time that answer cost. With it the load generator adds up the busy
-/// time that reached a user in time, against the bottom's whole busy time ([`StatsSnapshot::busy_s`]).
+/// time that reached a user in time, against the bottom's whole busy time
+/// ([`StatsSnapshot::busy_s`]).
 pub const SERVICE_HEADER: http::HeaderName = http::HeaderName::from_static("lab-service-us");
 
 /// Puts `busy` (the work behind an answer) into `headers` as [`SERVICE_HEADER`].
