@@ -5,6 +5,9 @@
 //! scheduled instant; a late scheduler sends the backlog at once rather than skipping it, and the
 //! lag is reported. Each request carries the edge deadline (`Request-Timeout-Ms`) and counts as
 //! goodput only if it is answered 2xx within it. Counts are bucketed by the second it was sent.
+//! A good answer also carries the dependency's busy time behind it
+//! ([`SERVICE_HEADER`](crate::node::stats::SERVICE_HEADER)), summed into
+//! [`LoadCounts::good_busy`].
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +22,8 @@ use hyper_util::rt::TokioExecutor;
 use seawall::deadline::encode_timeout_ms;
 use seawall_tower::wire::{REQUEST_ATTEMPT, REQUEST_TIMEOUT_MS};
 use tokio::time::Instant;
+
+use crate::node::stats::service_of;
 
 /// What to send.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -67,6 +72,10 @@ pub struct LoadCounts {
     pub offered: Vec<u64>,
     /// Of those, answered 2xx within their deadline.
     pub good: Vec<u64>,
+    /// The bottom's busy time behind those good answers, summed (each answer carries it in
+    /// [`SERVICE_HEADER`](crate::node::stats::SERVICE_HEADER)): the part of the dependency's
+    /// work whose answer a user used.
+    pub good_busy: Duration,
     /// The scheduler's worst lag behind its schedule (a busy machine, not the system under test).
     pub max_lag: Duration,
 }
@@ -78,6 +87,7 @@ pub async fn run(url: &str, plan: LoadPlan) -> LoadCounts {
     let secs = plan.duration.as_secs_f64().ceil() as usize;
     let offered: Arc<Vec<AtomicU64>> = Arc::new((0..secs).map(|_| AtomicU64::new(0)).collect());
     let good: Arc<Vec<AtomicU64>> = Arc::new((0..secs).map(|_| AtomicU64::new(0)).collect());
+    let good_busy_ns = Arc::new(AtomicU64::new(0));
     let mut conn = HttpConnector::new();
     conn.set_nodelay(true);
     let http: Client<HttpConnector, Empty<Bytes>> =
@@ -97,11 +107,16 @@ pub async fn run(url: &str, plan: LoadPlan) -> LoadCounts {
             .header(REQUEST_TIMEOUT_MS, timeout_header.as_str())
             .body(Empty::new())
             .expect("valid request");
-        let (http, good) = (http.clone(), good.clone());
+        let (http, good, good_busy_ns) = (http.clone(), good.clone(), good_busy_ns.clone());
         tasks.spawn(async move {
             let resp = tokio::time::timeout(plan.deadline, http.request(req)).await;
-            if matches!(resp, Ok(Ok(r)) if r.status().is_success()) {
+            if let Ok(Ok(r)) = resp
+                && r.status().is_success()
+            {
                 good[sec].fetch_add(1, Ordering::Relaxed);
+                // No work can have taken longer than the deadline it was answered within.
+                let busy = service_of(r.headers(), plan.deadline).unwrap_or_default();
+                good_busy_ns.fetch_add(busy.as_nanos() as u64, Ordering::Relaxed);
             }
         });
         // Reap finished tasks as we go so the set stays the size of what is in flight.
@@ -109,7 +124,8 @@ pub async fn run(url: &str, plan: LoadPlan) -> LoadCounts {
     }
     while tasks.join_next().await.is_some() {}
     let load = |v: &[AtomicU64]| v.iter().map(|a| a.load(Ordering::Relaxed)).collect();
-    LoadCounts { offered: load(&offered), good: load(&good), max_lag }
+    let good_busy = Duration::from_nanos(good_busy_ns.load(Ordering::Relaxed));
+    LoadCounts { offered: load(&offered), good: load(&good), good_busy, max_lag }
 }
 
 #[cfg(test)]

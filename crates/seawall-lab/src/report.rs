@@ -40,12 +40,41 @@ pub struct LabFigures {
     pub saturation: Saturation,
 }
 
-fn deltas(
-    m: &Measured,
-    tier: usize,
-    f: impl Fn(&crate::node::stats::StatsSnapshot) -> u64,
-) -> Vec<f64> {
-    m.ticks.windows(2).map(|w| f(&w[1][tier]).saturating_sub(f(&w[0][tier])) as f64).collect()
+/// What `f` counted at `tier` in each second of the run: its cumulative count at whole seconds
+/// of the node's own clock ([`StatsSnapshot::at_s`], from its first reading), interpolated
+/// between the readings around each, then differenced. The parent scrapes each node once a
+/// second, but a node swamped by a storm answers late (the order service's and the dependency's
+/// readings came up to 1.3 s after the tick in a debug build on 2 cores): differenced as read,
+/// one "second" then covered 1.3 s and the next 0.7, and the worst second's amplification read
+/// 33× against the 27 that three tiers of 3 attempts allow.
+fn deltas(m: &Measured, tier: usize, f: impl Fn(&StatsSnapshot) -> u64) -> Vec<f64> {
+    let readings: Vec<(f64, f64)> =
+        m.ticks.iter().map(|row| (row[tier].at_s, f(&row[tier]) as f64)).collect();
+    on_grid(&readings).windows(2).map(|w| (w[1] - w[0]).max(0.0)).collect()
+}
+
+/// `(time, cumulative count)` readings, one per tick, resampled at the first reading's time
+/// plus 0, 1, 2, … seconds (as many points as readings). Readings without a time (a node that
+/// does not stamp them) or going back in time are taken as they are.
+fn on_grid(readings: &[(f64, f64)]) -> Vec<f64> {
+    let timed =
+        readings.iter().all(|&(t, _)| t > 0.0) && readings.windows(2).all(|w| w[1].0 >= w[0].0);
+    let Some(&(t0, _)) = readings.first().filter(|_| timed) else {
+        return readings.iter().map(|&(_, c)| c).collect();
+    };
+    (0..readings.len())
+        .map(|k| {
+            let t = t0 + k as f64;
+            match readings.iter().position(|&(at, _)| at >= t) {
+                Some(0) => readings[0].1,
+                Some(i) => {
+                    let ((ta, ca), (tb, cb)) = (readings[i - 1], readings[i]);
+                    if tb > ta { ca + (cb - ca) * (t - ta) / (tb - ta) } else { cb }
+                }
+                None => readings[readings.len() - 1].1,
+            }
+        })
+        .collect()
 }
 
 /// The fault window of `params`, in the report's terms.
@@ -79,14 +108,17 @@ fn pg_peak(params: &LabParams, samples: &[PgSample]) -> Option<PgSample> {
     }))
 }
 
-/// The fraction of the dependency's completed work whose answer reached no user in time: every
-/// request answered 2xx within its deadline at the load generator took exactly one completion
-/// at the dependency, and every other completion was for a caller — at some tier, or the user
-/// — who had gone. The simulator counts the same thing (work whose chain of callers up to the
-/// edge had been abandoned), so the two compare; the dependency's own `wasted` counter sees
-/// only its immediate caller leave.
-fn wasted_work(good: f64, completed: u64) -> f64 {
-    if completed == 0 { 0.0 } else { (1.0 - good / completed as f64).clamp(0.0, 1.0) }
+/// Wasted work: the share of the dependency's busy time spent on requests whose answer reached
+/// no user in time. Every request answered 2xx within its deadline at the load generator took
+/// exactly one piece of work at the dependency, whose length came back with the answer
+/// ([`SERVICE_HEADER`](crate::node::stats::SERVICE_HEADER)), summed in `good_busy`; the rest of
+/// the dependency's busy time (`busy`, every request's service, whole or cut short) was for a
+/// caller — at some tier, or the user — who had gone. The simulator weighs the same thing
+/// (service time of work whose chain of callers up to the edge had been abandoned), so the two
+/// compare. By time, not by count: the storm's wasted requests are served up to 3× slower and
+/// cost that much more capacity.
+fn wasted_work(good_busy: f64, busy: f64) -> f64 {
+    if busy <= 0.0 { 0.0 } else { (1.0 - good_busy / busy).clamp(0.0, 1.0) }
 }
 
 /// One configuration's [`Run`] and [`LabFigures`].
@@ -94,7 +126,7 @@ pub fn to_run(params: &LabParams, m: &Measured) -> (Run, LabFigures) {
     let n = m.load.offered.len().min(m.ticks.len().saturating_sub(1));
     let tiers = Role::ALL.len();
     let bottom = tiers - 1;
-    let sum_tiers = |f: &dyn Fn(&crate::node::stats::StatsSnapshot) -> u64| -> Vec<f64> {
+    let sum_tiers = |f: &dyn Fn(&StatsSnapshot) -> u64| -> Vec<f64> {
         (0..n).map(|k| (0..tiers).map(|t| deltas(m, t, f)[k]).sum()).collect()
     };
     let mut series = Series {
@@ -147,7 +179,7 @@ pub fn to_run(params: &LabParams, m: &Measured) -> (Run, LabFigures) {
         goodput_before: sum.goodput_before,
         goodput_during: sum.goodput_during,
         goodput_after: sum.goodput_after,
-        wasted_work: wasted_work(total(&series.goodput_rps), last.completed),
+        wasted_work: wasted_work(m.load.good_busy.as_secs_f64(), last.busy_s),
         events: offered as u64,
         hedging: Vec::new(),
         series,
@@ -179,5 +211,27 @@ pub fn to_results(params: &LabParams, runs: Vec<Run>) -> Results {
             })
             .collect(),
         runs,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn late_readings_are_resampled_at_whole_seconds() {
+        // 1,000 a second from t = 10; the readings at 11 and 12 came 0.3 s and 0.9 s late.
+        let late = [(10.0, 0.0), (11.3, 1300.0), (12.9, 2900.0), (13.0, 3000.0)];
+        let grid = on_grid(&late);
+        assert_eq!(grid.len(), 4);
+        for (k, c) in grid.iter().enumerate() {
+            assert!((c - 1000.0 * k as f64).abs() < 1e-6, "{grid:?}");
+        }
+        // A missed scrape (the reading repeated) is bridged by the ones around it.
+        let missed = [(10.0, 0.0), (11.0, 1000.0), (11.0, 1000.0), (13.0, 3000.0)];
+        assert!((on_grid(&missed)[2] - 2000.0).abs() < 1e-6);
+        // Past the last reading: its count. Without times: as read.
+        assert_eq!(on_grid(&[(1.0, 5.0), (1.5, 9.0)]), vec![5.0, 9.0]);
+        assert_eq!(on_grid(&[(0.0, 5.0), (0.0, 9.0)]), vec![5.0, 9.0]);
     }
 }

@@ -21,7 +21,8 @@ pub struct Measured {
     pub stack: Option<Stack>,
     /// The load generator's per-second counts.
     pub load: LoadCounts,
-    /// `ticks[k][tier]`: each tier's counters at `k` seconds (k = 0 ..= duration), top first.
+    /// `ticks[k][tier]`: each tier's counters at `k` seconds (k = 0 ..= duration), top first,
+    /// then one last reading once every request has ended (the run's totals, drain included).
     /// With `--backend` the bottom "tier" is the order service's PostgreSQL pool.
     pub ticks: Vec<Vec<StatsSnapshot>>,
     /// With `--backend`: the `pg_stat_activity` reading at each second (k = 0 ..= duration).
@@ -228,23 +229,12 @@ pub async fn run_stack(
     let start = Instant::now();
 
     let scraper = {
-        let (admin, urls) = (admin.clone(), urls.clone());
+        let (admin, urls, backend_of) = (admin.clone(), urls.clone(), backend_of.clone());
         tokio::spawn(async move {
-            let mut ticks = Vec::new();
+            let mut ticks: Vec<Vec<StatsSnapshot>> = Vec::new();
             for k in 0..=secs {
                 tokio::time::sleep_until(start + Duration::from_secs(k)).await;
-                let mut row = Vec::with_capacity(urls.len());
-                for u in &urls {
-                    // A missed scrape repeats the previous value (a zero-rate second), rather
-                    // than failing the whole run.
-                    let prev =
-                        ticks.last().and_then(|r: &Vec<StatsSnapshot>| r.get(row.len()).copied());
-                    row.push(admin.stats(u).await.ok().or(prev).unwrap_or_default());
-                }
-                if let Some(order) = &backend_of {
-                    let prev = ticks.last().and_then(|r: &Vec<StatsSnapshot>| r.get(3).copied());
-                    row.push(admin.backend_stats(order).await.ok().or(prev).unwrap_or_default());
-                }
+                let row = scrape_row(&admin, &urls, backend_of.as_deref(), ticks.last()).await;
                 ticks.push(row);
             }
             ticks
@@ -271,10 +261,34 @@ pub async fn run_stack(
     let cpu = crate::saturation::sample_each_second(start, secs);
     let (load, fault, pg_samples, cpu) =
         tokio::join!(loadgen::run(&urls[0], plan), fault, monitor, cpu);
-    let ticks = scraper.await.map_err(|e| LabError::node("scraper", e.to_string()))?;
+    let mut ticks = scraper.await.map_err(|e| LabError::node("scraper", e.to_string()))?;
+    // Once every request has ended (the generator waits out the last deadline), one more
+    // reading: the totals over the run and its drain, as the simulator counts them.
+    let drained = scrape_row(&admin, &urls, backend_of.as_deref(), ticks.last()).await;
+    ticks.push(drained);
     fault?;
     drop(nodes);
     Ok(Measured { stack: Some(stack), load, ticks, pg: pg_samples, cpu })
+}
+
+/// One reading of every node (top first, then the PostgreSQL pool with `backend_of`, the order
+/// service's URL). A missed scrape repeats the value in `prev` (a zero-rate second), rather than
+/// failing the whole run.
+async fn scrape_row(
+    admin: &Admin,
+    urls: &[String],
+    backend_of: Option<&str>,
+    prev: Option<&Vec<StatsSnapshot>>,
+) -> Vec<StatsSnapshot> {
+    let prev_at = |i: usize| prev.and_then(|r| r.get(i).copied());
+    let mut row = Vec::with_capacity(urls.len() + 1);
+    for u in urls {
+        row.push(admin.stats(u).await.ok().or(prev_at(row.len())).unwrap_or_default());
+    }
+    if let Some(order) = backend_of {
+        row.push(admin.backend_stats(order).await.ok().or(prev_at(3)).unwrap_or_default());
+    }
+    row
 }
 
 /// Writes `contents` to a fresh file at `path` that only its owner can read (mode 0600 on Unix;

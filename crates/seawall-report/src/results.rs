@@ -85,7 +85,12 @@ pub struct Run {
     pub goodput_during: f64,
     /// Goodput fraction after the fault.
     pub goodput_after: f64,
-    /// Fraction of the work servers completed whose caller had already gone.
+    /// Share of the servers' busy time spent on work whose answer nobody used: by the time it
+    /// was done, its caller, or a caller above it up to the edge, had gone. Weighed by service
+    /// time, not counted in requests (a storm's wasted requests are often the slow ones); the
+    /// simulator sums it over every tier, the lab measures it at its dependency. Against a
+    /// stack of the user's own (`seawall lab --target`), whose service times it cannot see, the
+    /// lab counts requests instead: an estimate.
     pub wasted_work: f64,
     /// Events processed (simulation) or requests sent (lab).
     pub events: u64,

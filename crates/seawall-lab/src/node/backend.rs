@@ -37,7 +37,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_postgres::{CancelToken, Client, NoTls};
 
 use super::client::InnerError;
-use super::stats::{NodeStats, QueueSlot};
+use super::stats::{BusySpan, NodeStats, QueueSlot, mark_service};
 use crate::LabError;
 use crate::config::Stack;
 
@@ -45,6 +45,11 @@ use crate::config::Stack;
 pub fn statement(table: &str) -> String {
     format!("SELECT pg_sleep(cost) FROM {table}")
 }
+
+/// An answer, and the statement time behind it when it ran.
+type Served = (StatusCode, Option<Duration>);
+const UNAVAILABLE: Served = (StatusCode::SERVICE_UNAVAILABLE, None);
+const FAILED: Served = (StatusCode::INTERNAL_SERVER_ERROR, None);
 
 /// A bounded pool of PostgreSQL connections running [`statement`].
 #[derive(Debug)]
@@ -93,21 +98,27 @@ impl PgBackend {
     }
 
     /// Runs the statement on a connection the permit guarantees is free; returns it after.
-    async fn run(&self, permit: OwnedSemaphorePermit, idx: usize, gone: &AtomicBool) -> StatusCode {
+    /// Returns the answer and, when the statement ran to the end, how long it took (see
+    /// [`super::stats::SERVICE_HEADER`]). The connection is busy for as long as the statement
+    /// runs, waiting on a lock included: a hung table holds its connections.
+    async fn run(&self, permit: OwnedSemaphorePermit, idx: usize, gone: &AtomicBool) -> Served {
+        let busy = BusySpan::start(&self.stats);
         let r = self.conns[idx].execute(self.statement.as_str(), &[]).await;
+        let took = busy.elapsed();
+        drop(busy);
         self.free.lock().unwrap_or_else(|e| e.into_inner()).push(idx);
         drop(permit);
         match r {
             Ok(_) => {
                 self.stats.completed(gone.load(Ordering::Relaxed));
-                StatusCode::OK
+                (StatusCode::OK, Some(took))
             }
             Err(e) => {
                 if e.code() == Some(&tokio_postgres::error::SqlState::QUERY_CANCELED) {
                     self.stats.doomed();
                 }
                 // A failing database (the `fail` fault renames the table) fails every query.
-                StatusCode::SERVICE_UNAVAILABLE
+                UNAVAILABLE
             }
         }
     }
@@ -117,7 +128,7 @@ impl PgBackend {
         self.free.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or(0)
     }
 
-    async fn query(self: Arc<Self>) -> StatusCode {
+    async fn query(self: Arc<Self>) -> Served {
         self.stats.received();
         let gone = Arc::new(AtomicBool::new(false));
         // Set when this future is dropped: after completion that is harmless (the work already
@@ -128,26 +139,26 @@ impl PgBackend {
             let job = tokio::spawn(async move {
                 let slot = QueueSlot::new(&me.stats);
                 let Ok(permit) = me.pool.clone().acquire_owned().await else {
-                    return StatusCode::SERVICE_UNAVAILABLE;
+                    return UNAVAILABLE;
                 };
                 slot.done();
                 let idx = me.take_conn();
                 me.run(permit, idx, &gone).await
             });
-            return job.await.unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            return job.await.unwrap_or(FAILED);
         }
         let slot = QueueSlot::new(&self.stats);
         let Ok(permit) = self.pool.clone().acquire_owned().await else {
-            return StatusCode::SERVICE_UNAVAILABLE;
+            return UNAVAILABLE;
         };
         slot.done();
         let idx = self.take_conn();
         left.cancel = Some(self.conns[idx].cancel_token());
         let me = self.clone();
         let job = tokio::spawn(async move { me.run(permit, idx, &gone).await });
-        let status = job.await.unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let served = job.await.unwrap_or(FAILED);
         left.cancel = None;
-        status
+        served
     }
 }
 
@@ -186,8 +197,12 @@ impl tower::Service<Request<Empty<Bytes>>> for PgService {
     fn call(&mut self, _req: Request<Empty<Bytes>>) -> Self::Future {
         let pg = self.0.clone();
         Box::pin(async move {
+            let (status, busy) = pg.query().await;
             let mut r = Response::new(());
-            *r.status_mut() = pg.query().await;
+            *r.status_mut() = status;
+            if let Some(d) = busy {
+                mark_service(r.headers_mut(), d);
+            }
             Ok(r)
         })
     }

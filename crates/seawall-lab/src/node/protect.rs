@@ -7,30 +7,51 @@
 //! carry the operator's admission knob, which admits everything until someone turns it down.
 //!
 //! Every node serves the knob on its admin listener (see [`super::admin`]), not here.
+//!
+//! Both count each attempt as it arrives, outside every layer (`count_arrivals`): an attempt
+//! the layers turn away is still one that reached the node, and the simulator counts a tier's
+//! attempts at its door in the same way.
 
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use axum::Router;
+use axum::extract::Request;
 use seawall::control::Control;
 use seawall_tower::server::{DeadlineLayer, RejectReason, ServerMetrics, ShedLayer};
+use tower::util::MapRequestLayer;
 
-use super::stats::StatsSnapshot;
+use super::stats::{NodeStats, StatsSnapshot};
 
-/// Wraps every route of `router` in the server layers, reporting into `metrics`.
-/// `admission` is the operator's knob (100 % unless turned down).
+/// Wraps every route of `router` in the server layers, reporting into `metrics`, and counts
+/// arrivals into `stats`. `admission` is the operator's knob (100 % unless turned down).
 pub fn protect<S: Clone + Send + Sync + 'static>(
     router: Router<S>,
     max_in_flight: usize,
     metrics: &ServerMetrics,
     admission: &Arc<Control>,
+    stats: &Arc<NodeStats>,
 ) -> Router<S> {
     let cap = NonZeroUsize::new(max_in_flight.max(1)).expect("at least 1");
-    router
+    let router = router
         .route_layer(
             ShedLayer::new(cap).with_admission(admission.clone()).with_metrics(metrics.clone()),
         )
-        .route_layer(DeadlineLayer::new().with_metrics(metrics.clone()))
+        .route_layer(DeadlineLayer::new().with_metrics(metrics.clone()));
+    count_arrivals(router, stats)
+}
+
+/// Counts every request to `router`'s routes into `stats` as it arrives, before any server
+/// layer can shed it or drop it as doomed (the outermost layer).
+fn count_arrivals<S: Clone + Send + Sync + 'static>(
+    router: Router<S>,
+    stats: &Arc<NodeStats>,
+) -> Router<S> {
+    let stats = stats.clone();
+    router.route_layer(MapRequestLayer::new(move |req: Request| {
+        stats.received();
+        req
+    }))
 }
 
 /// The baseline's in-flight "cap": far above anything the lab offers, so nothing ever queues or
@@ -45,11 +66,13 @@ pub fn observe<S: Clone + Send + Sync + 'static>(
     router: Router<S>,
     metrics: &ServerMetrics,
     admission: &Arc<Control>,
+    stats: &Arc<NodeStats>,
 ) -> Router<S> {
     let cap = NonZeroUsize::new(NO_CAP).expect("nonzero");
-    router.route_layer(
+    let router = router.route_layer(
         ShedLayer::new(cap).with_admission(admission.clone()).with_metrics(metrics.clone()),
-    )
+    );
+    count_arrivals(router, stats)
 }
 
 /// Adds what the server layers counted to a node's snapshot: deadline drops as doomed, every

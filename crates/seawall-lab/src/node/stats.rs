@@ -1,11 +1,40 @@
 //! Counters each node keeps and serves at `GET /lab/stats` for the parent to scrape each second.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+
+/// The response header that carries, from the dependency (or the PostgreSQL pool) up through
+/// every tier to the load generator, how long the work behind a 2xx answer took, in whole
+/// microseconds: the busy time that answer cost. With it the load generator adds up the busy
+/// time that reached a user in time, against the bottom's whole busy time
+/// ([`StatsSnapshot::busy_s`]).
+pub const SERVICE_HEADER: http::HeaderName = http::HeaderName::from_static("lab-service-us");
+
+/// Puts `busy` (the work behind an answer) into `headers` as [`SERVICE_HEADER`].
+pub fn mark_service(headers: &mut http::HeaderMap, busy: Duration) {
+    let us = u64::try_from(busy.as_micros()).unwrap_or(u64::MAX);
+    headers.insert(SERVICE_HEADER, http::HeaderValue::from(us));
+}
+
+/// The busy time `headers` carry in [`SERVICE_HEADER`], at most `max` (`None` when absent or not
+/// a plain number of microseconds).
+pub fn service_of(headers: &http::HeaderMap, max: Duration) -> Option<Duration> {
+    let v = headers.get(SERVICE_HEADER)?.to_str().ok()?;
+    if v.is_empty() || v.len() > 20 || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    v.parse::<u64>().ok().map(|us| Duration::from_micros(us).min(max))
+}
+
+/// Seconds since this process first read the clock here (the origin of [`StatsSnapshot::at_s`]).
+fn clock_s() -> f64 {
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    ORIGIN.get_or_init(Instant::now).elapsed().as_secs_f64()
+}
 
 /// Live counters of one node. Cumulative; the parent turns them into per-second rates.
 #[derive(Debug, Default)]
@@ -15,6 +44,7 @@ pub struct NodeStats {
     doomed: AtomicU64,
     completed: AtomicU64,
     wasted: AtomicU64,
+    busy_ns: AtomicU64,
     queued: Mutex<BTreeMap<u64, Instant>>,
     next_job: AtomicU64,
 }
@@ -22,7 +52,8 @@ pub struct NodeStats {
 /// A point-in-time copy of [`NodeStats`], plus what the node's retry policy counted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct StatsSnapshot {
-    /// Attempts that arrived at this node.
+    /// Attempts that arrived at this node, counted at its door: before its server layers shed
+    /// any or drop any as doomed (as the simulator counts a tier's attempts).
     pub received: u64,
     /// Requests rejected by admission control before any work.
     pub shed: u64,
@@ -32,6 +63,16 @@ pub struct StatsSnapshot {
     pub completed: u64,
     /// Completed work whose caller had already gone.
     pub wasted: u64,
+    /// Time the node's workers spent serving, seconds, summed over workers: every request's
+    /// service from its start to its end or cancellation (the dependency's and the PostgreSQL
+    /// pool's; zero for the tiers, which only wait on the next one).
+    #[serde(default)]
+    pub busy_s: f64,
+    /// When the node took this snapshot, seconds on its own monotonic clock (from an arbitrary
+    /// origin, the same for every node of one process): two snapshots of one node are
+    /// `at_s` apart, however late the parent's scrape of either was answered.
+    #[serde(default)]
+    pub at_s: f64,
     /// Age of the oldest request waiting for a worker, seconds.
     pub queue_age_s: f64,
     /// Requests waiting for a worker.
@@ -68,6 +109,12 @@ impl NodeStats {
         }
     }
 
+    /// A worker spent `d` serving (a request's service, whole or cut short).
+    pub fn busy(&self, d: Duration) {
+        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        self.busy_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
     /// A request starts waiting for a worker; the returned id ends the wait in
     /// [`NodeStats::dequeue`].
     pub fn enqueue(&self) -> u64 {
@@ -94,10 +141,38 @@ impl NodeStats {
             doomed: self.doomed.load(Ordering::Relaxed),
             completed: self.completed.load(Ordering::Relaxed),
             wasted: self.wasted.load(Ordering::Relaxed),
+            busy_s: self.busy_ns.load(Ordering::Relaxed) as f64 / 1e9,
+            at_s: clock_s(),
             queue_age_s,
             queue_len,
             ..StatsSnapshot::default()
         }
+    }
+}
+
+/// Adds the time from its start to its drop to a node's [`NodeStats::busy`]: one request's
+/// service, counted whether it ends or its caller cancels it half-way.
+#[derive(Debug)]
+pub struct BusySpan<'a> {
+    stats: &'a NodeStats,
+    started: Instant,
+}
+
+impl<'a> BusySpan<'a> {
+    /// A worker starts serving now.
+    pub fn start(stats: &'a NodeStats) -> Self {
+        BusySpan { stats, started: Instant::now() }
+    }
+
+    /// The service so far.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+}
+
+impl Drop for BusySpan<'_> {
+    fn drop(&mut self) {
+        self.stats.busy(self.started.elapsed());
     }
 }
 
@@ -135,6 +210,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_service_header_round_trips_and_is_parsed_strictly() {
+        let mut h = http::HeaderMap::new();
+        assert_eq!(service_of(&h, Duration::from_secs(1)), None);
+        mark_service(&mut h, Duration::from_micros(41_862));
+        assert_eq!(service_of(&h, Duration::from_secs(1)), Some(Duration::from_micros(41_862)));
+        // Never longer than the deadline the answer came within.
+        assert_eq!(service_of(&h, Duration::from_millis(10)), Some(Duration::from_millis(10)));
+        for bad in ["", "-5", "+5", "1.5", "12ms", " 7", "99999999999999999999999"] {
+            h.insert(SERVICE_HEADER, http::HeaderValue::from_str(bad).unwrap());
+            assert_eq!(service_of(&h, Duration::from_secs(1)), None, "{bad:?}");
+        }
+    }
+
+    #[test]
     fn queue_age_tracks_the_oldest_waiter() {
         let s = NodeStats::default();
         let a = QueueSlot::new(&s);
@@ -146,5 +235,9 @@ mod tests {
         assert_eq!((snap.queue_len, snap.queue_age_s), (0, 0.0));
         s.completed(true);
         assert_eq!((s.snapshot().completed, s.snapshot().wasted), (1, 1));
+        s.busy(Duration::from_millis(1500));
+        drop(BusySpan::start(&s));
+        let busy = s.snapshot().busy_s;
+        assert!((1.5..1.6).contains(&busy), "{busy}");
     }
 }

@@ -20,7 +20,7 @@ use tower::util::BoxCloneSyncService;
 use super::admin;
 use super::backend::{PgBackend, PgService};
 use super::client::{Downstream, http_client};
-use super::stats::{NodeStats, StatsSnapshot};
+use super::stats::{NodeStats, SERVICE_HEADER, StatsSnapshot};
 use super::{NodeSpec, Role};
 use crate::LabError;
 use crate::config::Stack;
@@ -43,7 +43,7 @@ pub const TIER_IN_FLIGHT: usize = 512;
 pub struct Tier {
     stack: Stack,
     down: Downstream,
-    stats: NodeStats,
+    stats: Arc<NodeStats>,
     layers: ServerMetrics,
     registry: Registry,
     backend: Option<Arc<PgBackend>>,
@@ -80,7 +80,7 @@ impl Tier {
         Ok(Arc::new(Tier {
             stack: spec.stack,
             down,
-            stats: NodeStats::default(),
+            stats: Arc::default(),
             layers,
             registry,
             backend,
@@ -100,7 +100,6 @@ impl Tier {
 }
 
 async fn handle(State(tier): State<Arc<Tier>>, req: Request) -> Response {
-    tier.stats.received();
     let resp = match tier.stack {
         // Baseline: no deadline, and the call runs to the end even if our caller has gone (a
         // thread-per-request server that never learns its client hung up).
@@ -120,8 +119,12 @@ async fn handle(State(tier): State<Arc<Tier>>, req: Request) -> Response {
     };
     let (parts, ()) = resp.into_parts();
     let mut out = parts.status.into_response();
-    if let Some(v) = parts.headers.get(RETRY_PUSHBACK_MS) {
-        out.headers_mut().insert(RETRY_PUSHBACK_MS, v.clone());
+    // The pushback for the caller's policy, and the busy time behind the answer for the load
+    // generator's wasted work (see `stats::SERVICE_HEADER`).
+    for name in [RETRY_PUSHBACK_MS, SERVICE_HEADER] {
+        if let Some(v) = parts.headers.get(&name) {
+            out.headers_mut().insert(name, v.clone());
+        }
     }
     out
 }
@@ -148,10 +151,16 @@ async fn metrics(State(tier): State<Arc<Tier>>) -> http::Response<String> {
 pub fn router(tier: Arc<Tier>) -> Router {
     let mut work = Router::new().route("/", get(handle));
     work = match tier.stack {
-        Stack::Seawall => {
-            super::protect::protect(work, TIER_IN_FLIGHT, &tier.layers, &tier.admission)
+        Stack::Seawall => super::protect::protect(
+            work,
+            TIER_IN_FLIGHT,
+            &tier.layers,
+            &tier.admission,
+            &tier.stats,
+        ),
+        Stack::Baseline => {
+            super::protect::observe(work, &tier.layers, &tier.admission, &tier.stats)
         }
-        Stack::Baseline => super::protect::observe(work, &tier.layers, &tier.admission),
     };
     work.route("/lab/stats", get(stats))
         .route("/lab/backend", get(backend))

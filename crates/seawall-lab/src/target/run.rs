@@ -300,7 +300,9 @@ fn to_run(params: &TargetParams, cfg: &ConfigArg, m: &Measured) -> (Run, TargetF
         .collect();
     // Visible waste: of the requests a dependency worked on (passed by the proxy, not answered
     // by a fault), those beyond one per answered edge request — an upper bound when an edge
-    // request needs more than one call to it, none when it needs none.
+    // request needs more than one call to it, none when it needs none. Counted in requests: a
+    // foreign dependency's service times are not seen here, so this is not the busy-time share
+    // the built-in lab and the simulator report (see `report::wasted_work`).
     let wasted = if dependencies.is_empty() {
         0.0
     } else {
