@@ -38,6 +38,7 @@ pub fn sync_scope<R>(deadline: Deadline, f: impl FnOnce() -> R) -> R {
 }
 
 /// The deadline in scope, if the current task is serving a request with one.
+#[inline]
 pub fn current() -> Option<Deadline> {
     DEADLINE.try_with(|d| *d).ok()
 }

@@ -33,10 +33,18 @@ impl<Bu, C> Clone for LayerConfig<Bu, C> {
 impl<Bu, C> LayerConfig<Bu, C> {
     /// Settings running `policy` in `role` on `clock`: the default classifier, no default
     /// timeout, no idempotency keys, no metrics.
-    pub(crate) fn new(policy: Arc<RetryPolicy<Bu>>, role: Role, clock: C) -> Self {
+    pub(crate) fn new(policy: Arc<RetryPolicy<Bu>>, role: Role, clock: C) -> Self
+    where
+        Bu: seawall::budget::Budget,
+    {
+        let max_attempts = match role {
+            Role::Owner => policy.config().max_attempts(),
+            Role::FailFast => 1,
+        };
         let shared = Shared {
             policy,
             role,
+            max_attempts,
             clock,
             classifier: HttpClassifier::default(),
             default_timeout: None,

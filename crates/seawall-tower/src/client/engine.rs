@@ -34,6 +34,9 @@ pub(crate) struct Shared<Bu, C> {
     pub(crate) policy: Arc<RetryPolicy<Bu>>,
     /// Fixed by the layer's type: a `RetryLayer` owns retries, a `FailFastLayer` fails fast.
     pub(crate) role: Role,
+    /// The most attempts a call may make in this role (the policy's cap, or 1 failing fast),
+    /// worked out once for the layer.
+    pub(crate) max_attempts: u32,
     pub(crate) clock: C,
     pub(crate) classifier: HttpClassifier,
     pub(crate) default_timeout: Option<Duration>,
@@ -54,6 +57,7 @@ impl<Bu, C> Shared<Bu, C> {
         Shared {
             policy: self.policy.clone(),
             role: self.role,
+            max_attempts: self.max_attempts,
             clock,
             classifier: self.classifier,
             default_timeout: self.default_timeout,
@@ -86,7 +90,6 @@ pub(crate) struct Ctx<S, B, RB, Bu: Budget, C: Clock> {
     /// Attempts may be sent copies of `req` (its body can be replayed and a retry is allowed).
     replayable: bool,
     started: Instant,
-    max_attempts: u32,
     _response: std::marker::PhantomData<fn() -> RB>,
 }
 
@@ -147,10 +150,7 @@ impl<S, B: ReplayBody, RB, Bu: Budget, C: Clock> Ctx<S, B, RB, Bu, C> {
         if headers.has_attempt && protocol == Protocol::Http {
             req.headers_mut().remove(REQUEST_ATTEMPT);
         }
-        let max_attempts = match shared.role {
-            Role::Owner => policy.config().max_attempts(),
-            Role::FailFast => 1,
-        };
+        let max_attempts = shared.max_attempts;
         // For `Bytes`-like bodies the copies are reference counts, plus the header map when
         // there is one.
         let replayable = max_attempts > 1 && req.body().can_replay();
@@ -171,7 +171,6 @@ impl<S, B: ReplayBody, RB, Bu: Budget, C: Clock> Ctx<S, B, RB, Bu, C> {
             protocol,
             replayable,
             started,
-            max_attempts,
             _response: std::marker::PhantomData,
         }
     }
@@ -220,12 +219,12 @@ impl<S, B: ReplayBody, RB, Bu: Budget, C: Clock> Ctx<S, B, RB, Bu, C> {
     where
         S: tower_service::Service<Request<B>, Response = Response<RB>>,
     {
-        let Ctx { svc, shared, req, protocol, replayable, max_attempts, .. } = self;
+        let Ctx { svc, shared, req, protocol, replayable, .. } = self;
         sending.poll_send(svc, cx, |svc, attempt| {
             let cached = &shared.timeout_header;
             // Each request is built, stamped and handed over in one place (no copies of it).
             if *replayable
-                && attempt.number() < *max_attempts
+                && attempt.number() < shared.max_attempts
                 && let Some(original) = req.as_mut()
                 && let Some(body) = original.body().try_replay()
             {

@@ -202,6 +202,12 @@ impl Call {
         w
     }
 
+    /// The refusal of a request or report that does not fit the call's state (a finished call,
+    /// an attempt already in flight, or none to report): nothing is counted.
+    fn not_in_flight(&self) -> GiveUp {
+        GiveUp::new(GiveUpReason::AttemptsExhausted, self.role, self.last)
+    }
+
     fn prev_wait(&self) -> Duration {
         Duration::new(self.prev_wait_secs, self.prev_wait_nanos)
     }
@@ -371,7 +377,7 @@ impl<B: Budget> RetryPolicy<B> {
     #[inline(always)]
     pub fn before_attempt(&self, call: &mut Call, now: Instant) -> Result<Attempt, GiveUp> {
         if call.is_finished() || call.in_flight() {
-            return Err(GiveUp::new(GiveUpReason::AttemptsExhausted, call.role, call.last));
+            return Err(call.not_in_flight());
         }
         let retry = call.attempts > 0;
         let time_left = call.deadline().map(|d| d.remaining(now));
@@ -411,7 +417,7 @@ impl<B: Budget> RetryPolicy<B> {
     /// Reports the outcome of the attempt in flight and decides what comes next.
     ///
     /// `hint` is what the server said (`Retry-After`, pushback); pass [`Hint::None`] if nothing.
-    #[inline]
+    #[inline(always)]
     pub fn after_attempt(
         &self,
         call: &mut Call,
@@ -419,21 +425,34 @@ impl<B: Budget> RetryPolicy<B> {
         class: Class,
         hint: Hint,
     ) -> Decision {
+        // A success, the common case, is a few stores and the budget's and metrics' updates:
+        // kept small enough for the caller to inline; every other outcome is decided out of line.
+        if class == Class::Success {
+            if !self.settle(call, now, class, None) {
+                return Decision::GiveUp(call.not_in_flight());
+            }
+            self.finish(call, now, Ok(()));
+            return Decision::Success;
+        }
+        self.after_failure(call, now, class, hint)
+    }
+
+    /// Ends the attempt in flight with `class` (`cause`: why it may be retried, `None` for a
+    /// success or a failure that must not be): the budget and the breaker learn of it. False,
+    /// touching nothing, if no attempt was in flight.
+    #[inline(always)]
+    fn settle(
+        &self,
+        call: &mut Call,
+        now: Instant,
+        class: Class,
+        cause: Option<RetryCause>,
+    ) -> bool {
         if call.is_finished() || !call.in_flight() {
-            return Decision::GiveUp(GiveUp::new(
-                GiveUpReason::AttemptsExhausted,
-                call.role,
-                call.last,
-            ));
+            return false;
         }
         call.set(Call::IN_FLIGHT, false);
         call.last = Some(class);
-        let cause = match class {
-            Class::Success | Class::NeverRetry => None,
-            Class::Retryable(Transient::Timeout) => Some(RetryCause::Timeout),
-            Class::Retryable(_) => Some(RetryCause::Transient),
-            Class::Throttled | Class::Overloaded => Some(RetryCause::Throttled),
-        };
         // Three kinds of answer, not two: a non-retryable failure (a 404, INVALID_ARGUMENT) is
         // neither a success nor a failure for the token buckets (see `AttemptOutcome`).
         let outcome = match (class, cause) {
@@ -446,8 +465,24 @@ impl<B: Budget> RetryPolicy<B> {
             let draw = self.rng(call).next_f64();
             b.record_with_draw(now, p, cause.is_none(), draw);
         }
+        true
+    }
+
+    /// [`after_attempt`](Self::after_attempt) for anything but a success.
+    #[inline(never)]
+    fn after_failure(&self, call: &mut Call, now: Instant, class: Class, hint: Hint) -> Decision {
+        let cause = match class {
+            Class::Success | Class::NeverRetry => None,
+            Class::Retryable(Transient::Timeout) => Some(RetryCause::Timeout),
+            Class::Retryable(_) => Some(RetryCause::Transient),
+            Class::Throttled | Class::Overloaded => Some(RetryCause::Throttled),
+        };
+        if !self.settle(call, now, class, cause) {
+            return Decision::GiveUp(call.not_in_flight());
+        }
 
         let cause = match (class, cause) {
+            // Taken by `after_attempt`; kept so that this decides any class.
             (Class::Success, _) => {
                 self.finish(call, now, Ok(()));
                 return Decision::Success;
@@ -519,7 +554,7 @@ impl<B: Budget> RetryPolicy<B> {
     /// attempt in flight) is left as it is and gets [`GiveUpReason::AttemptsExhausted`].
     pub fn cancel_retry(&self, call: &mut Call, now: Instant) -> GiveUp {
         if call.is_finished() || call.in_flight() {
-            return GiveUp::new(GiveUpReason::AttemptsExhausted, call.role, call.last);
+            return call.not_in_flight();
         }
         self.give_up(call, now, GiveUpReason::NotReplayable)
     }

@@ -98,8 +98,9 @@ where
                     let at = ctx.started();
                     match ctx.begin(at) {
                         Ok(attempt) => {
-                            this.state
-                                .set(State::Sending { sending: Sending::new(attempt, at, None) });
+                            // Replaced, not `set`: leaving `Start` has nothing to drop.
+                            let sending = Sending::new(attempt, at, None);
+                            this.state.as_mut().project_replace(State::Sending { sending });
                             sent_at = Some(at);
                         }
                         Err(g) => {
