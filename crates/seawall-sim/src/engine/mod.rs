@@ -410,7 +410,7 @@ impl<'a> Sim<'a> {
             }
         }
         for s in 1..=self.stats.edge.len() as u64 {
-            self.cal.push(s * SEC, Kind::Tick);
+            self.cal.push_in_order(s * SEC, Kind::Tick);
         }
         for (t, s) in self.servers.iter().enumerate() {
             for (at, restart) in s.boundaries() {
