@@ -13,8 +13,8 @@ fn main() {
         args
     };
     println!(
-        "{:<16} {:<12} {:>12} {:>10} {:>14} {:>12}",
-        "scenario", "policy", "events", "wall_s", "events_per_s", "peak_calls"
+        "{:<16} {:<12} {:>12} {:>10} {:>14} {:>12} {:>12}",
+        "scenario", "policy", "events", "wall_s", "events_per_s", "peak_calls", "peak_jobs"
     );
     for name in &names {
         // `NAME:SECONDS` runs a catalog scenario for another duration (longer runs time better).
@@ -43,13 +43,14 @@ fn main() {
             let wall = walls[walls.len() / 2];
             let (run, st) = last.expect("at least one run");
             println!(
-                "{:<16} {:<12} {:>12} {:>10.3} {:>14.0} {:>12}",
+                "{:<16} {:<12} {:>12} {:>10.3} {:>14.0} {:>12} {:>12}",
                 name,
                 run.policy,
                 st.events,
                 wall,
                 st.events as f64 / wall,
-                st.peak_calls
+                st.peak_calls,
+                st.peak_jobs
             );
         }
     }

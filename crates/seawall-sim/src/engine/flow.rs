@@ -161,8 +161,8 @@ impl Sim<'_> {
             layer = self.links[usize::from(l)].next;
         }
         for pair in calls.windows(2) {
-            if let Some(c) = self.calls.get_mut(pair[0]) {
-                c.sibling = Some(pair[1]);
+            if self.calls.get(pair[0]).is_some() {
+                self.set_sibling(pair[0], Some(pair[1]));
             }
         }
         if let Some(j) = self.jobs.get_mut(job) {
@@ -200,14 +200,48 @@ impl Sim<'_> {
         }
         let mut cur = j.down();
         while let Some(c) = cur {
-            let Some(rec) = self.calls.get_mut(c) else { return false };
-            if rec.sibling == Some(call) {
-                rec.sibling = sibling;
+            if self.calls.get(c).is_none() {
+                return false;
+            }
+            let next = self.sibling(c);
+            if next == Some(call) {
+                self.set_sibling(c, sibling);
                 return true;
             }
-            cur = rec.sibling;
+            cur = next;
         }
         false
+    }
+
+    /// The call after `call` in its job's list of calls in flight at once.
+    fn sibling(&self, call: Id) -> Option<Id> {
+        if self.siblings.is_empty() {
+            return None; // no parallel fan-out in flight: no lookup
+        }
+        self.siblings.get(&call).copied()
+    }
+
+    fn set_sibling(&mut self, call: Id, next: Option<Id>) {
+        match next {
+            Some(n) => self.siblings.insert(call, n),
+            None => self.siblings.remove(&call),
+        };
+    }
+
+    /// Whether `call` is a hedged call past its first copy (it has an A6 schedule).
+    pub(super) fn is_hedged(&self, call: Id) -> bool {
+        !self.hedges.is_empty() && self.hedges.contains_key(&call)
+    }
+
+    /// Frees `call`'s record with what lives beside it.
+    fn remove_call(&mut self, call: Id) {
+        self.calls.remove(call);
+        if !self.siblings.is_empty() {
+            self.siblings.remove(&call);
+        }
+        if !self.hedges.is_empty() {
+            self.hedges.remove(&call);
+        }
     }
 
     /// Whether nobody waits for this job any more, at any tier above.
@@ -235,7 +269,7 @@ impl Sim<'_> {
             return;
         }
         self.jobs.remove(job);
-        if self.calls.get(caller).is_some_and(|c| c.hedge.is_some()) {
+        if self.is_hedged(caller) {
             return self.hedge_answer(caller, copy, class, hint);
         }
         self.attempt_done(caller, class, hint);
@@ -266,10 +300,10 @@ impl Sim<'_> {
     }
 
     pub(super) fn timeout(&mut self, call: Id, attempt: u32) {
-        let Some(c) = self.calls.get_mut(call) else { return };
-        if c.hedge.is_some() {
+        if self.is_hedged(call) {
             return self.hedge_timeout(call, attempt);
         }
+        let Some(c) = self.calls.get_mut(call) else { return };
         if c.attempt != attempt {
             return;
         }
@@ -282,9 +316,10 @@ impl Sim<'_> {
 
     pub(super) fn finish_call(&mut self, call: Id, result: Result<(), GiveUp>) {
         let Some(c) = self.calls.get(call) else { return };
-        let (parent, last, layer, inst, sibling) = (c.parent, c.last(), c.layer, c.inst, c.sibling);
+        let (parent, last, layer, inst) = (c.parent, c.last(), c.layer, c.inst);
         let deadline = c.state.deadline();
-        self.calls.remove(call);
+        let sibling = self.sibling(call);
+        self.remove_call(call);
         if let Err(g) = result
             && matches!(g.reason(), GiveUpReason::BudgetExhausted | GiveUpReason::ThrottledLocally)
         {
@@ -324,7 +359,7 @@ impl Sim<'_> {
                     let mut rest = j.down();
                     j.set_down(None);
                     while let Some(c) = rest {
-                        rest = self.calls.get(c).and_then(|r| r.sibling);
+                        rest = self.calls.get(c).and_then(|_| self.sibling(c));
                         self.drop_call(c);
                     }
                 }
@@ -379,7 +414,7 @@ impl Sim<'_> {
             JobState::Downstream => {
                 let mut rest = down;
                 while let Some(call) = rest {
-                    rest = self.calls.get(call).and_then(|c| c.sibling);
+                    rest = self.calls.get(call).and_then(|_| self.sibling(call));
                     self.abandon(call);
                 }
             }
@@ -396,7 +431,7 @@ impl Sim<'_> {
         let now = self.instant();
         let Some(c) = self.calls.get_mut(call) else { return };
         self.layers[c.layer as usize][c.inst as usize].abandon(&mut c.state, now);
-        self.calls.remove(call);
+        self.remove_call(call);
     }
 
     fn abandon(&mut self, call: Id) {
@@ -404,7 +439,7 @@ impl Sim<'_> {
         let Some(c) = self.calls.get_mut(call) else { return };
         self.layers[c.layer as usize][c.inst as usize].abandon(&mut c.state, now);
         let mut job = c.job.take();
-        self.calls.remove(call);
+        self.remove_call(call);
         // Every copy of a hedged call; the one attempt of any other.
         while let Some(j) = job {
             job = self.jobs.get(j).and_then(|r| r.copy);

@@ -129,7 +129,7 @@ impl Sim<'_> {
         let Some((policy, _)) = Self::schedule(&self.hedging, c.layer, c.inst) else { return };
         let state = HedgeState::new(policy, now);
         let next = state.next_at();
-        c.hedge = Some(Box::new(state));
+        self.hedges.insert(call, state);
         if let Some(at) = next {
             self.cal.push(at.as_nanos(), Kind::Hedge(call));
         }
@@ -142,7 +142,7 @@ impl Sim<'_> {
         let Some((policy, throttle)) = Self::schedule(&self.hedging, c.layer, c.inst) else {
             return;
         };
-        let Some(h) = c.hedge.as_deref_mut() else { return };
+        let Some(h) = self.hedges.get_mut(&call) else { return };
         let left = c.state.deadline().map(|d| d.remaining(now));
         let (sent, refused) = match left {
             Some(l) if l.is_zero() => (None, false),
@@ -190,11 +190,8 @@ impl Sim<'_> {
         let Some((policy, throttle)) = Self::schedule(&self.hedging, c.layer, c.inst) else {
             return;
         };
-        if c.hedge.is_none() {
-            return;
-        }
+        let Some(h) = self.hedges.get_mut(&call) else { return };
         c.set_last((class, hint));
-        let Some(h) = c.hedge.as_deref_mut() else { return };
         if class == Class::Success {
             h.on_success(throttle);
             if copy > 1

@@ -21,6 +21,7 @@ use seawall::grpc::HedgeState;
 use seawall::hint::Hint;
 use seawall::policy::{Call, RetryPolicy};
 use seawall::rng::{Rng, SeededRng, splitmix64};
+use std::collections::HashMap;
 
 use crate::error::Error;
 use crate::policy::PolicySpec;
@@ -60,12 +61,10 @@ struct CallRec {
     parent: Parent,
     state: Call,
     /// The attempt in flight; for a hedged call, the newest of its copies in flight, the
-    /// others listed through `JobRec::copy`.
+    /// others listed through `JobRec::copy`. (A hedged call's schedule and a parallel
+    /// fan-out's list live beside the slab, in `Sim::hedges` and `Sim::siblings`: most calls
+    /// have neither, and a 5 M-client herd holds 10 M calls at once.)
     job: Option<Id>,
-    /// A hedged call's gRFC A6 schedule (the core's), `None` at a layer that does not hedge.
-    hedge: Option<Box<HedgeState>>,
-    /// The next of its job's calls in flight at once (a parallel fan-out's list).
-    sibling: Option<Id>,
     /// The hint of the last attempt's answer, in 8 B (see [`PackedHint`]).
     last_hint: PackedHint,
 }
@@ -82,8 +81,6 @@ impl CallRec {
             parent,
             state,
             job: None,
-            hedge: None,
-            sibling: None,
             last_hint: PackedHint::of(last_hint),
         }
     }
@@ -235,6 +232,11 @@ pub(crate) struct Sim<'a> {
     layers: Vec<Vec<RetryPolicy<AnyBudget>>>,
     /// Each hedged layer's A6 policy and its instances' token buckets (`None`: no hedging).
     hedging: Vec<Option<hedge::Hedging>>,
+    /// Each hedged call's gRFC A6 schedule (the core's), from its first copy until the call
+    /// ends. Only looked up, never iterated, so its order cannot reach the results.
+    hedges: HashMap<Id, HedgeState>,
+    /// The next of a job's calls in flight at once (a parallel fan-out's list), per call.
+    siblings: HashMap<Id, Id>,
     /// Instances of the edge client, for the draw that spreads edge requests.
     edge_instances: u16,
     /// Instances per tier, for the draw that spreads the requests it serves.
@@ -388,6 +390,8 @@ impl<'a> Sim<'a> {
             fixed_waits,
             layers,
             hedging,
+            hedges: HashMap::new(),
+            siblings: HashMap::new(),
             contention: sc
                 .tiers
                 .iter()
@@ -410,7 +414,7 @@ impl<'a> Sim<'a> {
             }
         }
         for s in 1..=self.stats.edge.len() as u64 {
-            self.cal.push(s * SEC, Kind::Tick);
+            self.cal.push_in_order(s * SEC, Kind::Tick);
         }
         for (t, s) in self.servers.iter().enumerate() {
             for (at, restart) in s.boundaries() {
@@ -647,7 +651,7 @@ mod size_tests {
         assert_eq!(size_of::<Parent>(), 12);
         assert_eq!(size_of::<Phase>(), 16);
         assert_eq!(size_of::<PackedHint>(), 8);
-        assert!(size_of::<CallRec>() <= 136, "CallRec grew to {} B", size_of::<CallRec>());
+        assert!(size_of::<CallRec>() <= 120, "CallRec grew to {} B", size_of::<CallRec>());
         assert!(size_of::<JobRec>() <= 64, "JobRec grew to {} B", size_of::<JobRec>());
     }
 

@@ -59,18 +59,35 @@ impl Ord for Entry {
 /// Most delay lanes kept; further fixed delays go to the heap.
 const MAX_LANES: usize = 16;
 
+/// The key of an empty lane in `Calendar::fronts`: later than any event.
+const EMPTY: u128 = u128::MAX;
+
+/// An event's place in the order, `(at, seq)` as one number (one comparison instead of two).
+fn key(at: u64, seq: u64) -> u128 {
+    (u128::from(at) << 64) | u128::from(seq)
+}
+
 /// The calendar: a heap for arbitrary times plus FIFO *lanes* for delays that repeat.
 ///
 /// Why lanes: most events are timers with a constant delay (a layer's per-attempt timeout, a
 /// flat backoff, a herd arriving at one instant). Events pushed as `now + d` for the same `d`
 /// arrive in time order, so a FIFO per `d` keeps them sorted for O(1) instead of a heap
 /// operation that misses the cache when millions of timers are pending (a 5 M-client herd).
+/// Events scheduled up front in time order (the one-second ticks) form one more lane, so the
+/// heap holds only what is truly unordered (service ends, arrivals) and stays shallow.
 /// Every entry still carries the global sequence number and `pop` takes the least
 /// `(time, sequence)` over the heap and the lane fronts, so the order is exactly the heap's.
+/// The fronts' keys are kept side by side (`fronts`), so choosing the next event reads one
+/// short array instead of every lane's buffer.
 #[derive(Debug, Default)]
 pub(crate) struct Calendar {
     heap: BinaryHeap<Entry>,
-    lanes: Vec<(u64, VecDeque<Entry>)>,
+    /// Lane 0 holds events pushed in time order ([`Calendar::push_in_order`]); lane `i > 0`
+    /// holds the timers of delay `delays[i - 1]`.
+    lanes: Vec<VecDeque<Entry>>,
+    delays: Vec<u64>,
+    /// The [`key`] of each lane's front, [`EMPTY`] for an empty lane.
+    fronts: Vec<u128>,
     seq: u64,
 }
 
@@ -81,33 +98,66 @@ impl Calendar {
         self.heap.push(Entry { at, seq: self.seq, kind });
     }
 
+    /// Schedules `kind` at `at`, no earlier than the last event pushed this way (events planned
+    /// up front, in time order).
+    pub(crate) fn push_in_order(&mut self, at: u64, kind: Kind) {
+        self.seq += 1;
+        let e = Entry { at, seq: self.seq, kind };
+        if self.lanes.is_empty() {
+            self.open_lanes();
+        }
+        debug_assert!(self.lanes[0].back().is_none_or(|b| b.at <= at), "pushed out of order");
+        self.push_lane(0, e);
+    }
+
     /// Schedules `kind` after `delay` from `now`, a delay expected to recur (a lane is used).
     pub(crate) fn push_after(&mut self, now: u64, delay: u64, kind: Kind) {
         self.seq += 1;
         let e = Entry { at: now + delay, seq: self.seq, kind };
-        if let Some((_, q)) = self.lanes.iter_mut().find(|(d, _)| *d == delay) {
-            q.push_back(e);
-        } else if self.lanes.len() < MAX_LANES {
-            self.lanes.push((delay, VecDeque::from([e])));
+        if self.lanes.is_empty() {
+            self.open_lanes();
+        }
+        if let Some(i) = self.delays.iter().position(|&d| d == delay) {
+            self.push_lane(i + 1, e);
+        } else if self.delays.len() < MAX_LANES {
+            self.delays.push(delay);
+            self.lanes.push(VecDeque::new());
+            self.fronts.push(EMPTY);
+            self.push_lane(self.lanes.len() - 1, e);
         } else {
             self.heap.push(e);
         }
     }
 
+    /// Creates lane 0 (the in-order lane).
+    fn open_lanes(&mut self) {
+        self.lanes.push(VecDeque::new());
+        self.fronts.push(EMPTY);
+    }
+
+    fn push_lane(&mut self, i: usize, e: Entry) {
+        if self.lanes[i].is_empty() {
+            self.fronts[i] = key(e.at, e.seq);
+        }
+        self.lanes[i].push_back(e);
+    }
+
     /// The earliest event, ties in scheduling order.
     pub(crate) fn pop(&mut self) -> Option<(u64, Kind)> {
-        let mut best: Option<(u64, u64, usize)> =
-            self.heap.peek().map(|e| (e.at, e.seq, usize::MAX));
-        for (i, (_, q)) in self.lanes.iter().enumerate() {
-            if let Some(e) = q.front()
-                && best.is_none_or(|(at, seq, _)| (e.at, e.seq) < (at, seq))
-            {
-                best = Some((e.at, e.seq, i));
+        let mut best = self.heap.peek().map_or(EMPTY, |e| key(e.at, e.seq));
+        let mut lane = usize::MAX;
+        for (i, &f) in self.fronts.iter().enumerate() {
+            if f < best {
+                (best, lane) = (f, i);
             }
         }
-        let e = match best? {
-            (_, _, usize::MAX) => self.heap.pop()?,
-            (_, _, i) => self.lanes[i].1.pop_front()?,
+        let e = if lane == usize::MAX {
+            self.heap.pop()?
+        } else {
+            let q = &mut self.lanes[lane];
+            let e = q.pop_front()?;
+            self.fronts[lane] = q.front().map_or(EMPTY, |n| key(n.at, n.seq));
+            e
         };
         Some((e.at, e.kind))
     }
@@ -140,6 +190,21 @@ mod tests {
             .map(|(_, k)| if let Kind::Kick(n) = k { n } else { 0 })
             .collect();
         assert_eq!(order, [1, 2, 4, 3]);
+    }
+
+    #[test]
+    fn the_in_order_lane_keeps_the_heap_order() {
+        let mut c = Calendar::default();
+        c.push_in_order(10, Kind::Kick(1)); // 10, seq 1
+        c.push_in_order(20, Kind::Kick(2)); // 20, seq 2
+        c.push(10, Kind::Kick(3)); // 10, seq 3: after the in-order 10
+        c.push_after(5, 5, Kind::Kick(4)); // 10, seq 4
+        c.push(15, Kind::Kick(5));
+        c.push_after(10, 10, Kind::Kick(6)); // 20, seq 6: after the in-order 20
+        let order: Vec<u16> = std::iter::from_fn(|| c.pop())
+            .map(|(_, k)| if let Kind::Kick(n) = k { n } else { 0 })
+            .collect();
+        assert_eq!(order, [1, 3, 4, 5, 2, 6]);
     }
 
     #[test]

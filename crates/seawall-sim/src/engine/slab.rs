@@ -6,7 +6,7 @@ use std::num::NonZeroU32;
 /// A handle into a [`Slab`]; stale once its slot is freed (the generation moves on).
 ///
 /// A live slot's generation is odd, so never zero: an `Option<Id>` is 8 bytes, not 12.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Id {
     pub(crate) idx: u32,
     pub(crate) generation: NonZeroU32,
