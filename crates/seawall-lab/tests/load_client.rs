@@ -35,7 +35,9 @@ fn spec(url: &str, rate: f64, secs: u64, max_in_flight: usize, headers: &[&str])
         Schedule::constant(rate, Duration::from_secs(secs)).unwrap(),
         Duration::from_millis(2000),
         max_in_flight,
-        Duration::from_millis(100),
+        // Lenient: a request sent late on a busy machine is still sent (the drops are not
+        // what these tests are about).
+        Duration::from_millis(1000),
     )
     .unwrap()
 }
