@@ -122,21 +122,32 @@ pub(crate) fn start_nginx(
     backends: &[SocketAddr],
     r: &Retries,
 ) -> Guard {
-    let dir = temp_dir("nginx");
     let servers: Vec<String> =
         backends.iter().map(|a| format!("        server {a} max_fails=0;")).collect();
-    let conf = render(
-        NGINX_TMPL,
-        &[
-            ("PREFIX", dir.display().to_string()),
-            ("NGINX_PORT", port.to_string()),
-            ("NGINX_SERVERS", servers.join("\n")),
-            ("NGINX_NEXT_UPSTREAM", r.nginx_next_upstream.to_owned()),
-            ("NGINX_TRIES", r.nginx_tries.to_string()),
-        ],
-    );
+    start_nginx_conf(program, port, |prefix| {
+        render(
+            NGINX_TMPL,
+            &[
+                ("PREFIX", prefix.to_owned()),
+                ("NGINX_PORT", port.to_string()),
+                ("NGINX_SERVERS", servers.join("\n")),
+                ("NGINX_NEXT_UPSTREAM", r.nginx_next_upstream.to_owned()),
+                ("NGINX_TRIES", r.nginx_tries.to_string()),
+            ],
+        )
+    })
+}
+
+/// Starts nginx listening on 127.0.0.1:`port` with the configuration `conf` makes from its
+/// prefix folder (where its pid, log and temporary files go).
+pub(crate) fn start_nginx_conf(
+    program: &Path,
+    port: u16,
+    conf: impl FnOnce(&str) -> String,
+) -> Guard {
+    let dir = temp_dir("nginx");
     let file = dir.join("nginx.conf");
-    std::fs::write(&file, conf).unwrap();
+    std::fs::write(&file, conf(&dir.display().to_string())).unwrap();
     let prefix = format!("{}/", dir.display());
     let file = file.display().to_string();
     let mut g = spawn("nginx", program, &["-p", &prefix, "-c", &file], dir);
