@@ -56,7 +56,7 @@ fn deltas(m: &Measured, tier: usize, f: impl Fn(&StatsSnapshot) -> u64) -> Vec<f
 /// `(time, cumulative count)` readings, one per tick, resampled at the first reading's time
 /// plus 0, 1, 2, … seconds (as many points as readings). Readings without a time (a node that
 /// does not stamp them) or going back in time are taken as they are.
-fn on_grid(readings: &[(f64, f64)]) -> Vec<f64> {
+pub(crate) fn on_grid(readings: &[(f64, f64)]) -> Vec<f64> {
     let timed =
         readings.iter().all(|&(t, _)| t > 0.0) && readings.windows(2).all(|w| w[1].0 >= w[0].0);
     let Some(&(t0, _)) = readings.first().filter(|_| timed) else {
