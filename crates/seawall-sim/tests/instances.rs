@@ -186,34 +186,10 @@ fn servers_over_all_tiers_are_capped_at_60000() {
     assert!(e.contains("at most 60000 servers") && e.contains("60001"), "{e}");
 }
 
-/// The sidecar layout at 40 rps, with the database failing too while app instance 0's server
-/// does: the app tier retries its database calls under a ratio budget per instance (10 % of
-/// requests plus a reserve of 10 retries/s per client).
-const SIDECAR_BOTH_DOWN: &str = r#"
-name = "sidecar-both-down"
-description = "four app instances, each with its own server; instance 0's server and the database fail"
-duration_s = 30
-[edge]
-rate = 40
-deadline_ms = 1000
-[[tier]]
-name = "app"
-workers = 50
-instances = 4
-servers = "per-instance"
-service = { mean_ms = 5 }
-timeout_ms = 500
-[[tier]]
-name = "db"
-workers = 100
-service = { mean_ms = 5 }
-[[fault]]
-kind = "outage"
-mode = "fail"
-tier = "app"
-replica = 0
-start_s = 10
-duration_s = 10
+/// The sidecar layout (at 40 rps, through `--set`) with the database failing too while app
+/// instance 0's server does: the app tier retries its database calls under a ratio budget per
+/// instance (10 % of requests plus a reserve of 10 retries/s per client).
+const DB_DOWN_TOO: &str = r#"
 [[fault]]
 kind = "outage"
 mode = "fail"
@@ -230,11 +206,14 @@ duration_s = 10
 /// draws the instance apart from the server with `servers = "per-instance"` too.
 #[test]
 fn the_instance_whose_server_admitted_a_request_makes_its_calls() {
-    let path = scenario_file("sidecar-both-down", SIDECAR_BOTH_DOWN);
-    let ratio = "policies.budget.budget=ratio";
-    let per_instance = run_file(&path, "budget", &[ratio]);
-    let pool =
-        run_file(&path, "budget", &[ratio, "tier.app.servers=\"pool\"", "tier.app.replicas=4"]);
+    let path = scenario_file("sidecar-both-down", &format!("{SIDECAR}{DB_DOWN_TOO}"));
+    let base = ["edge.rate=40", "policies.budget.budget=ratio"];
+    let per_instance = run_file(&path, "budget", &base);
+    let pool = run_file(
+        &path,
+        "budget",
+        &[base[0], base[1], "tier.app.servers=\"pool\"", "tier.app.replicas=4"],
+    );
     let (p, q) = (db_rps_during_outage(&per_instance), db_rps_during_outage(&pool));
     eprintln!("database attempts/s during the outage: per instance {p:.1}, pool of 4 {q:.1}");
     // 30 first attempts/s reach the app's clients (three of four servers answer); the retries
