@@ -18,12 +18,14 @@
 //! cargo bench -p seawall-sim --bench bronson_heap -- [SEED] [DURATION_S]
 //! ```
 //!
-//! Prints one JSON line: wall seconds (the median of the runs made in about a second), edge
-//! requests, goodput and events (heap pops).
+//! Prints one JSON line: wall seconds and CPU seconds (`benches/cpu.rs`), each the median of the
+//! runs made in about a second, edge requests, goodput and events (heap pops).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::time::Instant;
+
+mod cpu;
 
 const RATE: f64 = 280.0;
 const DEADLINE: f64 = 2.0;
@@ -231,22 +233,25 @@ fn main() {
     let seed = parse(0, 1.0) as u64;
     let duration = parse(1, 60.0);
 
-    let mut walls = Vec::new();
+    let (mut walls, mut cpus) = (Vec::new(), Vec::new());
     let mut last = None;
     let budget = Instant::now();
     while walls.len() < 7 && (walls.is_empty() || budget.elapsed().as_secs_f64() < 1.0) {
-        let t0 = Instant::now();
+        let (t0, c0) = (Instant::now(), cpu::thread_cpu_s());
         let mut m = Model::new(seed);
         m.run(duration);
+        cpus.push(cpu::thread_cpu_s() - c0);
         walls.push(t0.elapsed().as_secs_f64());
         last = Some(m);
     }
     walls.sort_by(f64::total_cmp);
+    cpus.sort_by(f64::total_cmp);
     let m = last.expect("at least one run");
     println!(
         "{{\"model\": \"heap-bronson-naive\", \"duration_s\": {duration}, \"wall_s\": {:.6}, \
-         \"edge\": {}, \"good\": {}, \"events\": {}, \"events_per_s\": {:.0}}}",
+         \"cpu_s\": {:.6}, \"edge\": {}, \"good\": {}, \"events\": {}, \"events_per_s\": {:.0}}}",
         walls[walls.len() / 2],
+        cpus[cpus.len() / 2],
         m.edge,
         m.good,
         m.events,

@@ -2,8 +2,13 @@
 //! figure is one full run, and the SimPy anchor is timed by `benches/run.sh` in the same run).
 //!
 //! `cargo bench -p seawall-sim --bench engine [-- SCENARIO[:SECONDS]...]`
+//!
+//! Each figure is the median of up to seven runs; `cpu_s` is the run's CPU time (see
+//! `benches/cpu.rs`), which `run.sh` compares with SimPy's.
 
 use std::time::Instant;
+
+mod cpu;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
@@ -13,8 +18,15 @@ fn main() {
         args
     };
     println!(
-        "{:<16} {:<12} {:>12} {:>10} {:>14} {:>12} {:>12}",
-        "scenario", "policy", "events", "wall_s", "events_per_s", "peak_calls", "peak_jobs"
+        "{:<16} {:<12} {:>12} {:>10} {:>14} {:>12} {:>12} {:>10}",
+        "scenario",
+        "policy",
+        "events",
+        "wall_s",
+        "events_per_s",
+        "peak_calls",
+        "peak_jobs",
+        "cpu_s"
     );
     for name in &names {
         // `NAME:SECONDS` runs a catalog scenario for another duration (longer runs time better).
@@ -32,25 +44,28 @@ fn main() {
         for p in &s.default_policies {
             // Median of up to 7 runs (at least one, stopping after 2 s of total wall time): short
             // scenarios run in milliseconds and the first run pays for cold caches.
-            let mut walls = Vec::new();
+            let (mut walls, mut cpus) = (Vec::new(), Vec::new());
             let mut last = None;
             while walls.len() < 7 && (walls.is_empty() || walls.iter().sum::<f64>() < 2.0) {
-                let t0 = Instant::now();
+                let (t0, c0) = (Instant::now(), cpu::thread_cpu_s());
                 last = Some(seawall_sim::run_policy(&s, p, 1, &mut |_| {}).expect("catalog runs"));
+                cpus.push(cpu::thread_cpu_s() - c0);
                 walls.push(t0.elapsed().as_secs_f64());
             }
             walls.sort_by(f64::total_cmp);
-            let wall = walls[walls.len() / 2];
+            cpus.sort_by(f64::total_cmp);
+            let (wall, cpu) = (walls[walls.len() / 2], cpus[cpus.len() / 2]);
             let (run, st) = last.expect("at least one run");
             println!(
-                "{:<16} {:<12} {:>12} {:>10.3} {:>14.0} {:>12} {:>12}",
+                "{:<16} {:<12} {:>12} {:>10.3} {:>14.0} {:>12} {:>12} {:>10.4}",
                 name,
                 run.policy,
                 st.events,
                 wall,
                 st.events as f64 / wall,
                 st.peak_calls,
-                st.peak_jobs
+                st.peak_jobs,
+                cpu
             );
         }
     }
