@@ -139,6 +139,10 @@ impl Saturation {
     }
 
     /// One sentence for the report: `policy`'s figures are lower bounds because …, or empty.
+    ///
+    /// It says "may be higher", not "a bigger storm": a configuration whose retries a budget
+    /// bounds measures about the same amplification on any machine, and a capped run of it is
+    /// a lower bound only in that sense.
     pub fn sentence(&self, policy: &str) -> String {
         let r = self.reasons();
         if r.is_empty() {
@@ -146,7 +150,7 @@ impl Saturation {
         }
         format!(
             " {policy}: capped by this machine ({}), so its attempts per edge request and \
-             amplification are lower bounds — a bigger machine would see a bigger storm.",
+             amplification are lower bounds: with CPU to spare they may be higher.",
             r.join("; ")
         )
     }

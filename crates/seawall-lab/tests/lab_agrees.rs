@@ -1,7 +1,7 @@
 //! Issues 15 and 17: the lab and the simulator, given the same parameters, agree within 15 % on
 //! peak amplification, goodput during and after the fault, mean goodput per second and wasted
-//! work, for the baseline and the seawall configurations, and for seawall at twice the
-//! dependency's capacity.
+//! work, for the baseline and the seawall configurations, at the default lab's shape and at
+//! twice the dependency's capacity.
 //!
 //! The labs are scaled down from the default (25 s at 160 rps on a 200 rps dependency, about a
 //! minute): too slow for a debug test on 2 cores. Nodes run in-process, as in `short_lab.rs`.
@@ -124,12 +124,15 @@ async fn lab_and_simulator_agree_within_15_percent() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn seawall_at_twice_capacity_agrees_within_15_percent() {
+async fn twice_capacity_agrees_within_15_percent() {
     // Issue 15's `--rate 400` on the default 200 rps dependency, no fault, scaled as above:
-    // 100 rps on 50, seawall only. The dependency's `ShedLayer` turns half of it away; what
-    // it admits is served at capacity.
+    // 100 rps on 50. Seawall: the dependency's `ShedLayer` turns half of it away and what it
+    // admits is served at capacity. The baseline: every tier's per-try timeouts fire on a
+    // dependency twice oversubscribed, so it storms without a fault (the simulator's 27×); on
+    // 2 cores the lab's storm is capped by the CPU and compared as a lower bound, its wasted
+    // work (a share of the dependency's time) within the tolerance.
     let overloaded = LabParams {
-        stacks: vec![Stack::Seawall],
+        stacks: vec![Stack::Baseline, Stack::Seawall],
         fault: None,
         duration: Duration::from_secs(8),
         rate: 100.0,
