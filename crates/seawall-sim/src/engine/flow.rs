@@ -299,19 +299,22 @@ impl Sim<'_> {
         }
     }
 
-    pub(super) fn timeout(&mut self, call: Id, attempt: u32) {
+    /// Attempt `attempt` of `call` timed out; false if it was no longer in flight (answered,
+    /// or its call gone), a timer that did nothing.
+    pub(super) fn timeout(&mut self, call: Id, attempt: u32) -> bool {
         if self.is_hedged(call) {
             return self.hedge_timeout(call, attempt);
         }
-        let Some(c) = self.calls.get_mut(call) else { return };
+        let Some(c) = self.calls.get_mut(call) else { return false };
         if c.attempt != attempt {
-            return;
+            return false;
         }
-        let Some(job) = c.job.take() else { return };
+        let Some(job) = c.job.take() else { return false };
         if self.spec.cancellation {
             self.cancel_job(job);
         }
         self.attempt_done(call, Class::Retryable(Transient::Timeout), Hint::None);
+        true
     }
 
     pub(super) fn finish_call(&mut self, call: Id, result: Result<(), GiveUp>) {

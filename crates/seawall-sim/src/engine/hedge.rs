@@ -216,23 +216,25 @@ impl Sim<'_> {
     }
 
     /// Copy `attempt` of `call` timed out: it is cancelled downstream under `cancellation`
-    /// (else it runs on, orphaned), and counts as a non-fatal failure.
-    pub(super) fn hedge_timeout(&mut self, call: Id, attempt: u32) {
-        let Some(c) = self.calls.get(call) else { return };
+    /// (else it runs on, orphaned), and counts as a non-fatal failure. False if that copy was
+    /// no longer in flight (a timer that did nothing).
+    pub(super) fn hedge_timeout(&mut self, call: Id, attempt: u32) -> bool {
+        let Some(c) = self.calls.get(call) else { return false };
         let mut cur = c.job;
         while let Some(j) = cur {
-            let Some(rec) = self.jobs.get(j) else { return };
+            let Some(rec) = self.jobs.get(j) else { return false };
             if rec.attempt == attempt {
                 break;
             }
             cur = rec.copy;
         }
-        let Some(job) = cur else { return };
+        let Some(job) = cur else { return false };
         self.unlink_copy(call, job);
         if self.spec.cancellation {
             self.cancel_job(job);
         }
         self.hedge_answer(call, attempt, Class::Retryable(Transient::Timeout), Hint::None);
+        true
     }
 
     /// The call is decided by `class`: the copies still in flight lose (cancelled downstream

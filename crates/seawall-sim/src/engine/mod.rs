@@ -207,8 +207,13 @@ impl JobRec {
 /// What the engine measured besides the series.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EngineStats {
-    /// Events popped from the calendar.
+    /// Events that did something: popped from the calendar and still meant for something in
+    /// flight. The timer of an attempt already answered, the service end of a job cancelled
+    /// and the backoff of a call abandoned are not counted, so the count is the model's, not
+    /// the calendar's: an engine that never schedules such timers counts the same.
     pub events: u64,
+    /// Events popped from the calendar, stale ones included: the engine's work.
+    pub popped: u64,
     /// Most calls in flight at once (slots ever allocated).
     pub peak_calls: usize,
     /// Most attempts in flight at once.
@@ -263,7 +268,9 @@ pub(crate) struct Sim<'a> {
     max_rate: f64,
     arrivals_end: u64,
     end: u64,
+    /// Events that did something and events popped (see [`EngineStats`]).
     events: u64,
+    popped: u64,
     /// Each layer's per-try timeout in nanoseconds (timers with it go to a calendar lane).
     per_try: Vec<Option<u64>>,
     /// Each tier's contention window in nanoseconds (`None`: no contention) and the time of
@@ -383,6 +390,7 @@ impl<'a> Sim<'a> {
             // Drain: every edge request has ended by its deadline.
             end: arrivals_end + ns(sc.edge.deadline_ms),
             events: 0,
+            popped: 0,
             per_try: layers
                 .iter()
                 .map(|p| p[0].config().per_try_timeout().map(|t| t.as_nanos() as u64))
@@ -432,13 +440,14 @@ impl<'a> Sim<'a> {
                 break;
             }
             self.now = at;
-            self.events += 1;
-            self.handle(kind, progress);
+            self.popped += 1;
+            self.events += u64::from(self.handle(kind, progress));
         }
         let wasted =
             if self.stats.busy_ns > 0.0 { self.stats.wasted_ns / self.stats.busy_ns } else { 0.0 };
         let es = EngineStats {
             events: self.events,
+            popped: self.popped,
             peak_calls: self.calls.capacity(),
             peak_jobs: self.jobs.capacity(),
         };
@@ -466,7 +475,8 @@ impl<'a> Sim<'a> {
             .collect()
     }
 
-    fn handle(&mut self, kind: Kind, progress: &mut dyn FnMut(f64)) {
+    /// Handles one event; false if it was stale (see [`EngineStats::events`]).
+    fn handle(&mut self, kind: Kind, progress: &mut dyn FnMut(f64)) -> bool {
         match kind {
             Kind::Arrival => {
                 let t = self.now as f64 / 1e9;
@@ -491,6 +501,7 @@ impl<'a> Sim<'a> {
                 if next < self.arrivals_end {
                     self.cal.push(next, Kind::Arrival);
                 }
+                true
             }
             Kind::Herd { n, left } => {
                 self.edge_request(0);
@@ -508,24 +519,42 @@ impl<'a> Sim<'a> {
                         self.cal.push(next, kind);
                     }
                 }
+                true
             }
-            Kind::Refresh { count } => self.edge_request(count),
+            Kind::Refresh { count } => {
+                self.edge_request(count);
+                true
+            }
             Kind::ServiceDone(job) => {
-                if let Some(j) = self.jobs.get(job) {
-                    let server = j.server as usize;
-                    self.finish_service(job);
-                    self.dispatch(server);
-                }
+                let Some(j) = self.jobs.get(job) else { return false };
+                let server = j.server as usize;
+                self.finish_service(job);
+                self.dispatch(server);
+                true
             }
             Kind::Timeout { call, attempt } => self.timeout(call, attempt),
-            Kind::Retry(call) => self.send(call),
-            Kind::Hedge(call) => self.hedge_due(call),
-            Kind::Kick(server) => self.dispatch(server as usize),
-            Kind::Restart(server) => self.restart(server as usize),
+            Kind::Retry(call) | Kind::Hedge(call) if self.calls.get(call).is_none() => false,
+            Kind::Retry(call) => {
+                self.send(call);
+                true
+            }
+            Kind::Hedge(call) => {
+                self.hedge_due(call);
+                true
+            }
+            Kind::Kick(server) => {
+                self.dispatch(server as usize);
+                true
+            }
+            Kind::Restart(server) => {
+                self.restart(server as usize);
+                true
+            }
             Kind::Tick => {
                 let s = second(self.now) - 1;
                 self.stats.queue_age[s] = self.tier_queue_age(self.replicas.len() - 1);
                 progress((s + 1) as f64 / self.stats.edge.len() as f64);
+                true
             }
         }
     }
