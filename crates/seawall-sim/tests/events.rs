@@ -41,3 +41,19 @@ fn a_timer_of_an_answered_attempt_is_not_an_event() {
     assert_eq!(st.events, 2 * 1000 + ticks, "{st:?}");
     assert_eq!(st.popped, 3 * 1000 + ticks, "{st:?}");
 }
+
+/// The same tier failing every request at once for the whole run: each attempt is answered
+/// before its timer could fire, so the engine schedules no timer at all and pops only events
+/// that do something. Setting the timer before the attempt reaches its server (as before issue
+/// 17) turns this red: one stale pop per request.
+#[test]
+fn an_attempt_answered_at_once_leaves_no_timer() {
+    let failing = format!(
+        "{QUIET}[[fault]]\nkind = \"outage\"\nmode = \"fail\"\ntier = \"db\"\nstart_s = 0\n\
+         duration_s = 20\n"
+    );
+    let (requests, st) = run(&failing, &[]);
+    assert_eq!(requests, 1000.0);
+    assert_eq!(st.popped, st.events, "{st:?}");
+    assert_eq!(st.events, 1000 + 10, "{st:?}");
+}

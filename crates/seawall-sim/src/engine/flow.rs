@@ -15,7 +15,7 @@ use seawall::policy::{Decision, GiveUp, GiveUpReason, RequestInfo};
 use seawall::rng::{Rng, SeededRng};
 use seawall::time::Instant;
 
-use super::queue::Kind;
+use super::queue::{Held, Kind};
 use super::slab::Id;
 use super::{CallRec, JobRec, JobState, NO_DEADLINE, Parent, Phase, Sim, ns, second};
 use crate::scenario::FanOut;
@@ -53,25 +53,25 @@ impl Sim<'_> {
         match self.layers[layer][c.inst as usize].before_attempt(&mut c.state, now) {
             Ok(att) => {
                 c.attempt = att.number();
-                let job = self.launch(call, att.number(), att.timeout());
+                let (job, timer) = self.launch(call, att.number(), att.timeout());
                 if att.number() == 1 && self.hedging[layer].is_some() {
                     self.hedge_start(call);
                 }
-                self.arrive(job);
+                self.arrive_timed(job, timer);
             }
             Err(g) => self.finish_call(call, Err(g)),
         }
     }
 
     /// Makes attempt `number` of `call` a job at the next tier's server (listed as the call's
-    /// newest attempt in flight, before any older copies) and sets its timer; the caller sends
-    /// it with `arrive`.
+    /// newest attempt in flight, before any older copies) and holds its timer in the calendar's
+    /// order; the caller sends both with `arrive_timed`.
     pub(super) fn launch(
         &mut self,
         call: Id,
         number: u32,
         timeout: Option<std::time::Duration>,
-    ) -> Id {
+    ) -> (Id, Option<Held>) {
         let c = self.calls.get(call).expect("a call being sent exists");
         let layer = c.layer as usize;
         let deadline = if self.spec.deadline_propagation {
@@ -106,18 +106,32 @@ impl Sim<'_> {
         if let Some(c) = self.calls.get_mut(call) {
             c.job = Some(job);
         }
-        if let Some(t) = timeout {
+        let timer = timeout.map(|t| {
             let kind = Kind::Timeout { call, attempt: number };
             let t = t.as_nanos() as u64;
             // The per-try timeout recurs, and so does the whole edge deadline (a first
             // attempt at the edge); a timeout cut short by a deadline is arbitrary.
             if Some(t) == self.per_try[layer] || t == ns(self.sc.edge.deadline_ms) {
-                self.cal.push_after(self.now, t, kind);
+                self.cal.hold_after(self.now, t, kind)
             } else {
-                self.cal.push(self.now + t, kind);
+                self.cal.hold(self.now + t, kind)
             }
+        });
+        (job, timer)
+    }
+
+    /// Sends `job` to its server, then schedules its attempt's timer (held at `launch`, so in
+    /// the same place) unless the server has already answered: an attempt shed or failed at
+    /// once has no timer to fire, which in a synchronised herd is millions of pending timers
+    /// fewer (issue 17). A job gone after `arrive` was answered or cancelled, and off its
+    /// call's list either way, so its timer would have found nothing in flight.
+    pub(super) fn arrive_timed(&mut self, job: Id, timer: Option<Held>) {
+        self.arrive(job);
+        if let Some(t) = timer
+            && self.jobs.get(job).is_some()
+        {
+            self.cal.schedule(t);
         }
-        job
     }
 
     /// Local service is done: answer (bottom tier) or call the next tier.

@@ -173,11 +173,11 @@ impl Sim<'_> {
             (a, b) => a.or(b),
         };
         c.attempt = previous + 1;
-        let job = self.launch(call, previous + 1, timeout);
+        let (job, timer) = self.launch(call, previous + 1, timeout);
         if let Some(at) = next {
             self.cal.push(at.as_nanos(), Kind::Hedge(call));
         }
-        self.arrive(job);
+        self.arrive_timed(job, timer);
     }
 
     /// Copy `copy` (1 = the first) of `call` answered (it is already off the list): the first
