@@ -39,8 +39,7 @@ impl Sim<'_> {
         let inst = pick(self.edge_instances, &mut self.lb);
         let state =
             self.layers[0][inst as usize].start(self.instant(), RequestInfo::idempotent(), Some(d));
-        // Below 86,400 s (`Scenario::parse`), so the second fits.
-        let parent = Parent::Edge { second: second(self.now) as u32, refreshes };
+        let parent = Parent::Edge { refreshes };
         let id = self.calls.insert(CallRec::new(0, inst, parent, state));
         self.send(id);
     }
@@ -52,7 +51,6 @@ impl Sim<'_> {
         let layer = c.layer as usize;
         match self.layers[layer][c.inst as usize].before_attempt(&mut c.state, now) {
             Ok(att) => {
-                c.attempt = att.number();
                 let (job, timer) = self.launch(call, att.number(), att.timeout());
                 if att.number() == 1 && self.hedging[layer].is_some() {
                     self.hedge_start(call);
@@ -101,8 +99,10 @@ impl Sim<'_> {
             deadline_ns: deadline.unwrap_or(NO_DEADLINE),
             since: self.now,
             phase: Phase::Queued(None),
-            copy,
         });
+        if let Some(older) = copy {
+            self.copies.insert(job, older);
+        }
         if let Some(c) = self.calls.get_mut(call) {
             c.job = Some(job);
         }
@@ -279,10 +279,10 @@ impl Sim<'_> {
         let Some(j) = self.jobs.get(job) else { return };
         let (caller, copy) = (j.caller, j.attempt);
         if !self.unlink_copy(caller, job) {
-            self.jobs.remove(job);
+            self.remove_job(job);
             return;
         }
-        self.jobs.remove(job);
+        self.remove_job(job);
         if self.is_hedged(caller) {
             return self.hedge_answer(caller, copy, class, hint);
         }
@@ -320,7 +320,8 @@ impl Sim<'_> {
             return self.hedge_timeout(call, attempt);
         }
         let Some(c) = self.calls.get_mut(call) else { return false };
-        if c.attempt != attempt {
+        // Not hedged: the policy's count of attempts names the one in flight.
+        if c.state.attempts() != attempt {
             return false;
         }
         let Some(job) = c.job.take() else { return false };
@@ -343,11 +344,15 @@ impl Sim<'_> {
             self.stats.refusal(self.now);
         }
         match parent {
-            Parent::Edge { second, refreshes } => {
-                // An edge call always has its deadline.
-                let on_time = deadline.is_some_and(|d| self.now <= d.instant().as_nanos());
-                if result.is_ok() && on_time {
-                    self.stats.good(second as usize);
+            Parent::Edge { refreshes } => {
+                // An edge call always has its deadline, set when it arrived (`edge_request`).
+                let deadline = deadline.map(|d| d.instant().as_nanos());
+                if result.is_ok()
+                    && let Some(d) = deadline
+                    && self.now <= d
+                {
+                    let arrived = d.saturating_sub(ns(self.sc.edge.deadline_ms));
+                    self.stats.good(second(arrived));
                 } else if let Some(r) = self.sc.edge.refresh
                     && refreshes < r.max
                     && self.misc.next_f64() < r.probability
@@ -408,7 +413,7 @@ impl Sim<'_> {
         let Some(j) = self.jobs.get(job) else { return };
         let (server, state, down, started) = (j.server as usize, j.state(), j.down(), j.since);
         let ticket = j.ticket();
-        self.jobs.remove(job);
+        self.remove_job(job);
         let s = &mut self.servers[server];
         match state {
             JobState::Queued => match (s.adm.as_mut(), ticket) {
@@ -459,7 +464,7 @@ impl Sim<'_> {
         self.remove_call(call);
         // Every copy of a hedged call; the one attempt of any other.
         while let Some(j) = job {
-            job = self.jobs.get(j).and_then(|r| r.copy);
+            job = self.copy(j);
             self.cancel_job(j);
         }
     }

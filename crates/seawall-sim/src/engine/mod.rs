@@ -42,9 +42,10 @@ fn ns(ms: f64) -> u64 {
 /// Who waits for a call's result.
 #[derive(Debug, Clone, Copy)]
 enum Parent {
-    /// The edge: a user's request that arrived in `second` (its deadline is the call's own,
-    /// `Call::deadline`).
-    Edge { second: u32, refreshes: u32 },
+    /// The edge: a user's request (`refreshes` > 0 when the user tried again by hand). Its
+    /// deadline is the call's own, `Call::deadline`, set when it arrived, so the second it
+    /// arrived in is not kept: 4 B less lets `Parent` take its tag from `Id`'s niche (8 B).
+    Edge { refreshes: u32 },
     /// A job at the tier above, which made this call while serving.
     Job(Id),
 }
@@ -57,11 +58,10 @@ struct CallRec {
     /// The class of the last attempt's answer (see `last`), beside the 16-bit fields rather
     /// than padded to 8 B in a tuple with the hint.
     last_class: Class,
-    attempt: u32,
     parent: Parent,
     state: Call,
     /// The attempt in flight; for a hedged call, the newest of its copies in flight, the
-    /// others listed through `JobRec::copy`. (A hedged call's schedule and a parallel
+    /// others listed through `Sim::copies`. (A hedged call's schedule and a parallel
     /// fan-out's list live beside the slab, in `Sim::hedges` and `Sim::siblings`: most calls
     /// have neither, and a 5 M-client herd holds 10 M calls at once.)
     job: Option<Id>,
@@ -77,7 +77,6 @@ impl CallRec {
             layer,
             inst,
             last_class,
-            attempt: 0,
             parent,
             state,
             job: None,
@@ -165,8 +164,6 @@ struct JobRec {
     /// needs only its own).
     since: u64,
     phase: Phase,
-    /// The next older copy of the same hedged call in flight.
-    copy: Option<Id>,
 }
 
 impl JobRec {
@@ -242,6 +239,9 @@ pub(crate) struct Sim<'a> {
     hedges: HashMap<Id, HedgeState>,
     /// The next of a job's calls in flight at once (a parallel fan-out's list), per call.
     siblings: HashMap<Id, Id>,
+    /// The next older copy in flight of the same hedged call, per job (the list starts at
+    /// `CallRec::job`); only hedged calls have more than one attempt in flight.
+    copies: HashMap<Id, Id>,
     /// Instances of the edge client, for the draw that spreads edge requests.
     edge_instances: u16,
     /// Instances per tier, for the draw that spreads the requests it serves.
@@ -400,6 +400,7 @@ impl<'a> Sim<'a> {
             hedging,
             hedges: HashMap::new(),
             siblings: HashMap::new(),
+            copies: HashMap::new(),
             contention: sc
                 .tiers
                 .iter()
@@ -677,11 +678,11 @@ mod size_tests {
     fn records_stay_within_their_budget() {
         assert_eq!(size_of::<Option<Id>>(), 8);
         assert!(size_of::<Call>() <= 80, "seawall::policy::Call grew");
-        assert_eq!(size_of::<Parent>(), 12);
+        assert_eq!(size_of::<Parent>(), 8);
         assert_eq!(size_of::<Phase>(), 16);
         assert_eq!(size_of::<PackedHint>(), 8);
-        assert!(size_of::<CallRec>() <= 120, "CallRec grew to {} B", size_of::<CallRec>());
-        assert!(size_of::<JobRec>() <= 64, "JobRec grew to {} B", size_of::<JobRec>());
+        assert!(size_of::<CallRec>() <= 112, "CallRec grew to {} B", size_of::<CallRec>());
+        assert!(size_of::<JobRec>() <= 56, "JobRec grew to {} B", size_of::<JobRec>());
     }
 
     #[test]
