@@ -1,7 +1,7 @@
 //! Engine speed: events per second on catalog scenarios (a bench binary, not criterion: each
 //! figure is one full run, and the SimPy anchor is timed by `benches/run.sh` in the same run).
 //!
-//! `cargo bench -p seawall-sim --bench engine [-- SCENARIO[:SECONDS]...]`
+//! `cargo bench -p seawall-sim --bench engine [-- SCENARIO[:SECONDS][@POLICY]...]`
 //!
 //! `events` counts the events that did something (the figure in results.json), `popped` every
 //! event taken from the calendar, stale timers included (see `EngineStats`); events per second
@@ -28,10 +28,15 @@ fn main() {
         "peak_jobs"
     );
     for name in &names {
-        // `NAME:SECONDS` runs a catalog scenario for another duration (longer runs time better).
+        // `NAME:SECONDS` runs a catalog scenario for another duration (longer runs time better);
+        // `NAME@POLICY` only that policy (one process per run, for its CPU time and peak RSS).
+        let (name, only) = match name.split_once('@') {
+            Some((n, p)) => (n, Some(p)),
+            None => (name.as_str(), None),
+        };
         let (file, sets) = match name.split_once(':') {
             Some((n, d)) => (n, vec![format!("duration_s={d}")]),
-            None => (name.as_str(), vec![]),
+            None => (name, vec![]),
         };
         let s = match seawall_sim::load(file, &sets) {
             Ok(s) => s,
@@ -40,7 +45,11 @@ fn main() {
                 std::process::exit(2);
             }
         };
-        for p in &s.default_policies {
+        let policies = match only {
+            Some(p) => vec![p.to_string()],
+            None => s.default_policies.clone(),
+        };
+        for p in &policies {
             // Median of up to 7 runs (at least one, stopping after 2 s of total wall time): short
             // scenarios run in milliseconds and the first run pays for cold caches.
             let mut walls = Vec::new();

@@ -95,10 +95,11 @@ impl Sim<'_> {
         false
     }
 
-    /// The next older copy in flight of `job`'s hedged call (none for a live job of any other
-    /// call, and for a job gone).
+    /// The next older copy in flight of `job`'s hedged call (none for a job of any other call,
+    /// and for a job gone: `remove_job` drops its entry).
+    #[inline]
     pub(super) fn copy(&self, job: Id) -> Option<Id> {
-        if self.copies.is_empty() || self.jobs.get(job).is_none() {
+        if self.copies.is_empty() {
             return None; // no hedged call has two copies in flight: no lookup
         }
         self.copies.get(&job).copied()
@@ -112,6 +113,7 @@ impl Sim<'_> {
     }
 
     /// Frees `job`'s record with its place in a list of copies.
+    #[inline]
     pub(super) fn remove_job(&mut self, job: Id) {
         self.jobs.remove(job);
         if !self.copies.is_empty() {
@@ -119,12 +121,11 @@ impl Sim<'_> {
         }
     }
 
-    /// Takes `job` off its caller's attempts in flight; false if it is not there (an answer
-    /// nobody waits for).
+    /// Takes `job`, a live job, off its caller's attempts in flight; false if it is not there
+    /// (an answer nobody waits for).
+    #[inline]
     pub(super) fn unlink_copy(&mut self, call: Id, job: Id) -> bool {
-        if self.jobs.get(job).is_none() {
-            return false;
-        }
+        debug_assert!(self.jobs.get(job).is_some());
         let next = self.copy(job);
         let Some(c) = self.calls.get_mut(call) else { return false };
         if c.job == Some(job) {

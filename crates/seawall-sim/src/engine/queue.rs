@@ -103,8 +103,8 @@ pub(crate) struct Held {
 impl Calendar {
     /// Schedules `kind` at `at`.
     pub(crate) fn push(&mut self, at: u64, kind: Kind) {
-        let held = self.hold(at, kind);
-        self.schedule(held);
+        self.seq += 1;
+        self.heap.push(Entry { at, seq: self.seq, kind });
     }
 
     /// Takes the place in the order that [`Calendar::push`] would give `kind` now, without
@@ -125,21 +125,31 @@ impl Calendar {
 
     /// Schedules a held event in its place: exactly where it would be had it been pushed when
     /// it was held.
+    #[inline]
     pub(crate) fn schedule(&mut self, held: Held) {
         let Held { entry: e, delay } = held;
-        let Some(delay) = delay else { return self.heap.push(e) };
+        match delay.and_then(|d| self.lane_of(d)) {
+            Some(i) => self.insert_lane(i, e),
+            None => self.heap.push(e),
+        }
+    }
+
+    /// The lane of timers of `delay`, opened if need be; `None` once [`MAX_LANES`] delays have
+    /// lanes (the heap takes the rest).
+    #[inline]
+    fn lane_of(&mut self, delay: u64) -> Option<usize> {
         if self.lanes.is_empty() {
             self.open_lanes();
         }
         if let Some(i) = self.delays.iter().position(|&d| d == delay) {
-            self.push_lane(i + 1, e);
+            Some(i + 1)
         } else if self.delays.len() < MAX_LANES {
             self.delays.push(delay);
             self.lanes.push(VecDeque::new());
             self.fronts.push(EMPTY);
-            self.push_lane(self.lanes.len() - 1, e);
+            Some(self.lanes.len() - 1)
         } else {
-            self.heap.push(e);
+            None
         }
     }
 
@@ -157,8 +167,12 @@ impl Calendar {
 
     /// Schedules `kind` after `delay` from `now`, a delay expected to recur (a lane is used).
     pub(crate) fn push_after(&mut self, now: u64, delay: u64, kind: Kind) {
-        let held = self.hold_after(now, delay, kind);
-        self.schedule(held);
+        self.seq += 1;
+        let e = Entry { at: now + delay, seq: self.seq, kind };
+        match self.lane_of(delay) {
+            Some(i) => self.push_lane(i, e),
+            None => self.heap.push(e),
+        }
     }
 
     /// Creates lane 0 (the in-order lane).
@@ -167,18 +181,29 @@ impl Calendar {
         self.fronts.push(EMPTY);
     }
 
-    /// Adds `e` to lane `i` in `(time, sequence)` order: at the back, unless it was held while
-    /// later events of the same delay were pushed (then just before them).
+    /// Adds `e`, the latest event of its lane, at the back of lane `i`.
     fn push_lane(&mut self, i: usize, e: Entry) {
-        let k = key(e.at, e.seq);
-        let q = &mut self.lanes[i];
-        if q.back().is_none_or(|b| key(b.at, b.seq) < k) {
-            q.push_back(e);
-        } else {
-            let at = q.partition_point(|x| key(x.at, x.seq) < k);
-            q.insert(at, e);
+        if self.lanes[i].is_empty() {
+            self.fronts[i] = key(e.at, e.seq);
         }
-        self.fronts[i] = self.fronts[i].min(k);
+        self.lanes[i].push_back(e);
+    }
+
+    /// Adds a held `e` to lane `i` in `(time, sequence)` order: at the back, unless events of
+    /// the same delay were pushed while it was held. Those are due at the same time (the same
+    /// `now` plus the same delay) but later in sequence, so it goes just before them.
+    #[inline]
+    fn insert_lane(&mut self, i: usize, e: Entry) {
+        let q = &mut self.lanes[i];
+        if q.back().is_none_or(|b| b.seq < e.seq) {
+            return self.push_lane(i, e);
+        }
+        let k = key(e.at, e.seq);
+        let at = q.partition_point(|x| key(x.at, x.seq) < k);
+        q.insert(at, e);
+        if at == 0 {
+            self.fronts[i] = k;
+        }
     }
 
     /// The earliest event, ties in scheduling order.
