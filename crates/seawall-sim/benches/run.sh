@@ -15,11 +15,11 @@ fi
 cargo bench -p seawall-sim --bench engine -- bronson bronson:600 verify reconnect-herd \
   | tee target/sim-bench.txt
 "$venv/bin/python" crates/seawall-sim/benches/bronson_simpy.py 1 600 | tee target/simpy-bench.txt
-rust=$(awk '$1=="bronson:600" && $2=="naive" {print $4}' target/sim-bench.txt)
+rust=$(awk '$1=="bronson:600" && $2=="naive" {print $5}' target/sim-bench.txt)
 simpy=$(python3 -c 'import json,sys; print(json.load(open("target/simpy-bench.txt"))["wall_s"])')
 python3 -c "print(f'bronson/naive, 600 s simulated, wall: seawall-sim {float($rust):.4f} s, SimPy {float($simpy):.3f} s, ratio {float($simpy)/float($rust):.0f}x')"
 cargo bench -p seawall-sim --bench bronson_heap -- 1 600 | tee target/heap-bench.txt
 heap=$(python3 -c 'import json; print(json.load(open("target/heap-bench.txt"))["wall_s"])')
 heap_eps=$(python3 -c 'import json; print(json.load(open("target/heap-bench.txt"))["events_per_s"])')
-rust_eps=$(awk '$1=="bronson:600" && $2=="naive" {print $5}' target/sim-bench.txt)
+rust_eps=$(awk '$1=="bronson:600" && $2=="naive" {print $6}' target/sim-bench.txt)
 python3 -c "print(f'bronson/naive, 600 s simulated: seawall-sim {float($rust):.4f} s ({float($rust_eps)/1e6:.1f} M events/s), minimal heap DES {float($heap):.4f} s ({float($heap_eps)/1e6:.1f} M events/s); seawall-sim wall / heap wall {float($rust)/float($heap):.2f}')"
