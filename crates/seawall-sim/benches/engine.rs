@@ -1,10 +1,14 @@
 //! Engine speed: events per second on catalog scenarios (a bench binary, not criterion: each
 //! figure is one full run, and the SimPy anchor is timed by `benches/run.sh` in the same run).
 //!
-//! `cargo bench -p seawall-sim --bench engine [-- SCENARIO[:SECONDS]...]`
+//! `cargo bench -p seawall-sim --bench engine [-- SCENARIO[:SECONDS][@POLICY]...]`
+//!
+//! `events` counts the events that did something (the figure in results.json), `popped` every
+//! event taken from the calendar, stale timers included (see `EngineStats`); events per second
+//! is the former over the wall time.
 //!
 //! Each figure is the median of up to seven runs; `cpu_s` is the run's CPU time (see
-//! `benches/cpu.rs`), which `run.sh` compares with SimPy's.
+//! `benches/cpu/mod.rs`), which `run.sh` compares with SimPy's.
 
 use std::time::Instant;
 
@@ -18,10 +22,11 @@ fn main() {
         args
     };
     println!(
-        "{:<16} {:<12} {:>12} {:>10} {:>14} {:>12} {:>12} {:>10}",
+        "{:<16} {:<12} {:>12} {:>12} {:>10} {:>14} {:>12} {:>12} {:>10}",
         "scenario",
         "policy",
         "events",
+        "popped",
         "wall_s",
         "events_per_s",
         "peak_calls",
@@ -29,10 +34,15 @@ fn main() {
         "cpu_s"
     );
     for name in &names {
-        // `NAME:SECONDS` runs a catalog scenario for another duration (longer runs time better).
+        // `NAME:SECONDS` runs a catalog scenario for another duration (longer runs time better);
+        // `NAME@POLICY` only that policy (one process per run, for its CPU time and peak RSS).
+        let (name, only) = match name.split_once('@') {
+            Some((n, p)) => (n, Some(p)),
+            None => (name.as_str(), None),
+        };
         let (file, sets) = match name.split_once(':') {
             Some((n, d)) => (n, vec![format!("duration_s={d}")]),
-            None => (name.as_str(), vec![]),
+            None => (name, vec![]),
         };
         let s = match seawall_sim::load(file, &sets) {
             Ok(s) => s,
@@ -41,7 +51,11 @@ fn main() {
                 std::process::exit(2);
             }
         };
-        for p in &s.default_policies {
+        let policies = match only {
+            Some(p) => vec![p.to_string()],
+            None => s.default_policies.clone(),
+        };
+        for p in &policies {
             // Median of up to 7 runs (at least one, stopping after 2 s of total wall time): short
             // scenarios run in milliseconds and the first run pays for cold caches.
             let (mut walls, mut cpus) = (Vec::new(), Vec::new());
@@ -57,10 +71,11 @@ fn main() {
             let (wall, cpu) = (walls[walls.len() / 2], cpus[cpus.len() / 2]);
             let (run, st) = last.expect("at least one run");
             println!(
-                "{:<16} {:<12} {:>12} {:>10.3} {:>14.0} {:>12} {:>12} {:>10.4}",
+                "{:<16} {:<12} {:>12} {:>12} {:>10.3} {:>14.0} {:>12} {:>12} {:>10.4}",
                 name,
                 run.policy,
                 st.events,
+                st.popped,
                 wall,
                 st.events as f64 / wall,
                 st.peak_calls,

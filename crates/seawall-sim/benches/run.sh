@@ -17,8 +17,8 @@ cargo bench -p seawall-sim --bench engine -- bronson bronson:600 verify reconnec
 "$venv/bin/python" crates/seawall-sim/benches/bronson_simpy.py 1 600 | tee target/simpy-bench.txt
 # Wall time and CPU time of both sides. On a shared machine the CPU-time ratio is the one to
 # quote: wall time of a 0.1 s run and of a 20 s run sample different moments of the load.
-rust=$(awk '$1=="bronson:600" && $2=="naive" {print $4}' target/sim-bench.txt)
-rust_cpu=$(awk '$1=="bronson:600" && $2=="naive" {print $8}' target/sim-bench.txt)
+rust=$(awk '$1=="bronson:600" && $2=="naive" {print $5}' target/sim-bench.txt)
+rust_cpu=$(awk '$1=="bronson:600" && $2=="naive" {print $9}' target/sim-bench.txt)
 simpy=$(python3 -c 'import json; print(json.load(open("target/simpy-bench.txt"))["wall_s"])')
 simpy_cpu=$(python3 -c 'import json; print(json.load(open("target/simpy-bench.txt"))["cpu_s"])')
 python3 -c "print(f'bronson/naive, 600 s simulated: seawall-sim {float($rust):.4f} s wall, {float($rust_cpu):.4f} s CPU; SimPy {float($simpy):.3f} s wall, {float($simpy_cpu):.3f} s CPU; ratio {float($simpy)/float($rust):.0f}x wall, {float($simpy_cpu)/float($rust_cpu):.0f}x CPU')"
@@ -26,5 +26,5 @@ cargo bench -p seawall-sim --bench bronson_heap -- 1 600 | tee target/heap-bench
 heap=$(python3 -c 'import json; print(json.load(open("target/heap-bench.txt"))["wall_s"])')
 heap_cpu=$(python3 -c 'import json; print(json.load(open("target/heap-bench.txt"))["cpu_s"])')
 heap_eps=$(python3 -c 'import json; print(json.load(open("target/heap-bench.txt"))["events_per_s"])')
-rust_eps=$(awk '$1=="bronson:600" && $2=="naive" {print $5}' target/sim-bench.txt)
+rust_eps=$(awk '$1=="bronson:600" && $2=="naive" {print $6}' target/sim-bench.txt)
 python3 -c "print(f'bronson/naive, 600 s simulated: seawall-sim {float($rust):.4f} s ({float($rust_eps)/1e6:.1f} M events/s), minimal heap DES {float($heap):.4f} s ({float($heap_eps)/1e6:.1f} M events/s); seawall-sim / heap: {float($rust)/float($heap):.2f} wall, {float($rust_cpu)/float($heap_cpu):.2f} CPU')"

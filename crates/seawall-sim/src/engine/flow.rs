@@ -15,7 +15,7 @@ use seawall::policy::{Decision, GiveUp, GiveUpReason, RequestInfo};
 use seawall::rng::{Rng, SeededRng};
 use seawall::time::Instant;
 
-use super::queue::Kind;
+use super::queue::{Held, Kind};
 use super::slab::Id;
 use super::{CallRec, JobRec, JobState, NO_DEADLINE, Parent, Phase, Sim, ns, second};
 use crate::scenario::FanOut;
@@ -39,8 +39,7 @@ impl Sim<'_> {
         let inst = pick(self.edge_instances, &mut self.lb);
         let state =
             self.layers[0][inst as usize].start(self.instant(), RequestInfo::idempotent(), Some(d));
-        // Below 86,400 s (`Scenario::parse`), so the second fits.
-        let parent = Parent::Edge { second: second(self.now) as u32, refreshes };
+        let parent = Parent::Edge { refreshes };
         let id = self.calls.insert(CallRec::new(0, inst, parent, state));
         self.send(id);
     }
@@ -52,26 +51,25 @@ impl Sim<'_> {
         let layer = c.layer as usize;
         match self.layers[layer][c.inst as usize].before_attempt(&mut c.state, now) {
             Ok(att) => {
-                c.attempt = att.number();
-                let job = self.launch(call, att.number(), att.timeout());
+                let (job, timer) = self.launch(call, att.number(), att.timeout());
                 if att.number() == 1 && self.hedging[layer].is_some() {
                     self.hedge_start(call);
                 }
-                self.arrive(job);
+                self.arrive_timed(job, timer);
             }
             Err(g) => self.finish_call(call, Err(g)),
         }
     }
 
     /// Makes attempt `number` of `call` a job at the next tier's server (listed as the call's
-    /// newest attempt in flight, before any older copies) and sets its timer; the caller sends
-    /// it with `arrive`.
+    /// newest attempt in flight, before any older copies) and holds its timer in the calendar's
+    /// order; the caller sends both with `arrive_timed`.
     pub(super) fn launch(
         &mut self,
         call: Id,
         number: u32,
         timeout: Option<std::time::Duration>,
-    ) -> Id {
+    ) -> (Id, Option<Held>) {
         let c = self.calls.get(call).expect("a call being sent exists");
         let layer = c.layer as usize;
         let deadline = if self.spec.deadline_propagation {
@@ -101,23 +99,39 @@ impl Sim<'_> {
             deadline_ns: deadline.unwrap_or(NO_DEADLINE),
             since: self.now,
             phase: Phase::Queued(None),
-            copy,
         });
+        if let Some(older) = copy {
+            self.copies.insert(job, older);
+        }
         if let Some(c) = self.calls.get_mut(call) {
             c.job = Some(job);
         }
-        if let Some(t) = timeout {
+        let timer = timeout.map(|t| {
             let kind = Kind::Timeout { call, attempt: number };
             let t = t.as_nanos() as u64;
             // The per-try timeout recurs, and so does the whole edge deadline (a first
             // attempt at the edge); a timeout cut short by a deadline is arbitrary.
             if Some(t) == self.per_try[layer] || t == ns(self.sc.edge.deadline_ms) {
-                self.cal.push_after(self.now, t, kind);
+                self.cal.hold_after(self.now, t, kind)
             } else {
-                self.cal.push(self.now + t, kind);
+                self.cal.hold(self.now + t, kind)
             }
+        });
+        (job, timer)
+    }
+
+    /// Sends `job` to its server, then schedules its attempt's timer (held at `launch`, so in
+    /// the same place) unless the server has already answered: an attempt shed or failed at
+    /// once has no timer to fire, which in a synchronised herd is millions of pending timers
+    /// fewer (issue 17). A job gone after `arrive` was answered or cancelled, and off its
+    /// call's list either way, so its timer would have found nothing in flight.
+    pub(super) fn arrive_timed(&mut self, job: Id, timer: Option<Held>) {
+        self.arrive(job);
+        if let Some(t) = timer
+            && self.jobs.get(job).is_some()
+        {
+            self.cal.schedule(t);
         }
-        job
     }
 
     /// Local service is done: answer (bottom tier) or call the next tier.
@@ -265,10 +279,10 @@ impl Sim<'_> {
         let Some(j) = self.jobs.get(job) else { return };
         let (caller, copy) = (j.caller, j.attempt);
         if !self.unlink_copy(caller, job) {
-            self.jobs.remove(job);
+            self.remove_job(job);
             return;
         }
-        self.jobs.remove(job);
+        self.remove_job(job);
         if self.is_hedged(caller) {
             return self.hedge_answer(caller, copy, class, hint);
         }
@@ -299,19 +313,23 @@ impl Sim<'_> {
         }
     }
 
-    pub(super) fn timeout(&mut self, call: Id, attempt: u32) {
+    /// Attempt `attempt` of `call` timed out; false if it was no longer in flight (answered,
+    /// or its call gone), a timer that did nothing.
+    pub(super) fn timeout(&mut self, call: Id, attempt: u32) -> bool {
         if self.is_hedged(call) {
             return self.hedge_timeout(call, attempt);
         }
-        let Some(c) = self.calls.get_mut(call) else { return };
-        if c.attempt != attempt {
-            return;
+        let Some(c) = self.calls.get_mut(call) else { return false };
+        // Not hedged: the policy's count of attempts names the one in flight.
+        if c.state.attempts() != attempt {
+            return false;
         }
-        let Some(job) = c.job.take() else { return };
+        let Some(job) = c.job.take() else { return false };
         if self.spec.cancellation {
             self.cancel_job(job);
         }
         self.attempt_done(call, Class::Retryable(Transient::Timeout), Hint::None);
+        true
     }
 
     pub(super) fn finish_call(&mut self, call: Id, result: Result<(), GiveUp>) {
@@ -326,11 +344,15 @@ impl Sim<'_> {
             self.stats.refusal(self.now);
         }
         match parent {
-            Parent::Edge { second, refreshes } => {
-                // An edge call always has its deadline.
-                let on_time = deadline.is_some_and(|d| self.now <= d.instant().as_nanos());
-                if result.is_ok() && on_time {
-                    self.stats.good(second as usize);
+            Parent::Edge { refreshes } => {
+                // An edge call always has its deadline, set when it arrived (`edge_request`).
+                let deadline = deadline.map(|d| d.instant().as_nanos());
+                if result.is_ok()
+                    && let Some(d) = deadline
+                    && self.now <= d
+                {
+                    let arrived = d.saturating_sub(ns(self.sc.edge.deadline_ms));
+                    self.stats.good(second(arrived));
                 } else if let Some(r) = self.sc.edge.refresh
                     && refreshes < r.max
                     && self.misc.next_f64() < r.probability
@@ -391,7 +413,7 @@ impl Sim<'_> {
         let Some(j) = self.jobs.get(job) else { return };
         let (server, state, down, started) = (j.server as usize, j.state(), j.down(), j.since);
         let ticket = j.ticket();
-        self.jobs.remove(job);
+        self.remove_job(job);
         let s = &mut self.servers[server];
         match state {
             JobState::Queued => match (s.adm.as_mut(), ticket) {
@@ -442,7 +464,7 @@ impl Sim<'_> {
         self.remove_call(call);
         // Every copy of a hedged call; the one attempt of any other.
         while let Some(j) = job {
-            job = self.jobs.get(j).and_then(|r| r.copy);
+            job = self.copy(j);
             self.cancel_job(j);
         }
     }

@@ -4,7 +4,7 @@
 //! copy goes at once, the next every `hedge_delay_ms` until `hedge_max_attempts` are out, a
 //! non-fatal failure sends the next one at once, a "don't retry" pushback stops new copies, and
 //! every copy after the first needs the layer's token bucket above half. This file only moves
-//! copies (jobs, listed through `JobRec::copy` from `CallRec::job`) and cancels the losers:
+//! copies (jobs, listed from `CallRec::job` through `Sim::copies`) and cancels the losers:
 //! their server work stops under `cancellation`, else it runs on orphaned (wasted work).
 //!
 //! A hedged layer's own `RetryPolicy` is fail-fast (one attempt, no budget of its own): it
@@ -90,15 +90,43 @@ impl Sim<'_> {
             if j == job {
                 return true;
             }
-            cur = self.jobs.get(j).and_then(|r| r.copy);
+            cur = self.copy(j);
         }
         false
     }
 
-    /// Takes `job` off its caller's attempts in flight; false if it is not there (an answer
-    /// nobody waits for).
+    /// The next older copy in flight of `job`'s hedged call (none for a job of any other call,
+    /// and for a job gone: `remove_job` drops its entry).
+    #[inline]
+    pub(super) fn copy(&self, job: Id) -> Option<Id> {
+        if self.copies.is_empty() {
+            return None; // no hedged call has two copies in flight: no lookup
+        }
+        self.copies.get(&job).copied()
+    }
+
+    fn set_copy(&mut self, job: Id, next: Option<Id>) {
+        match next {
+            Some(n) => self.copies.insert(job, n),
+            None => self.copies.remove(&job),
+        };
+    }
+
+    /// Frees `job`'s record with its place in a list of copies.
+    #[inline]
+    pub(super) fn remove_job(&mut self, job: Id) {
+        self.jobs.remove(job);
+        if !self.copies.is_empty() {
+            self.copies.remove(&job);
+        }
+    }
+
+    /// Takes `job`, a live job, off its caller's attempts in flight; false if it is not there
+    /// (an answer nobody waits for).
+    #[inline]
     pub(super) fn unlink_copy(&mut self, call: Id, job: Id) -> bool {
-        let Some(next) = self.jobs.get(job).map(|j| j.copy) else { return false };
+        debug_assert!(self.jobs.get(job).is_some());
+        let next = self.copy(job);
         let Some(c) = self.calls.get_mut(call) else { return false };
         if c.job == Some(job) {
             c.job = next;
@@ -106,12 +134,15 @@ impl Sim<'_> {
         }
         let mut cur = c.job;
         while let Some(j) = cur {
-            let Some(rec) = self.jobs.get_mut(j) else { return false };
-            if rec.copy == Some(job) {
-                rec.copy = next;
+            if self.jobs.get(j).is_none() {
+                return false;
+            }
+            let older = self.copy(j);
+            if older == Some(job) {
+                self.set_copy(j, next);
                 return true;
             }
-            cur = rec.copy;
+            cur = older;
         }
         false
     }
@@ -172,12 +203,11 @@ impl Sim<'_> {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        c.attempt = previous + 1;
-        let job = self.launch(call, previous + 1, timeout);
+        let (job, timer) = self.launch(call, previous + 1, timeout);
         if let Some(at) = next {
             self.cal.push(at.as_nanos(), Kind::Hedge(call));
         }
-        self.arrive(job);
+        self.arrive_timed(job, timer);
     }
 
     /// Copy `copy` (1 = the first) of `call` answered (it is already off the list): the first
@@ -216,23 +246,25 @@ impl Sim<'_> {
     }
 
     /// Copy `attempt` of `call` timed out: it is cancelled downstream under `cancellation`
-    /// (else it runs on, orphaned), and counts as a non-fatal failure.
-    pub(super) fn hedge_timeout(&mut self, call: Id, attempt: u32) {
-        let Some(c) = self.calls.get(call) else { return };
+    /// (else it runs on, orphaned), and counts as a non-fatal failure. False if that copy was
+    /// no longer in flight (a timer that did nothing).
+    pub(super) fn hedge_timeout(&mut self, call: Id, attempt: u32) -> bool {
+        let Some(c) = self.calls.get(call) else { return false };
         let mut cur = c.job;
         while let Some(j) = cur {
-            let Some(rec) = self.jobs.get(j) else { return };
+            let Some(rec) = self.jobs.get(j) else { return false };
             if rec.attempt == attempt {
                 break;
             }
-            cur = rec.copy;
+            cur = self.copy(j);
         }
-        let Some(job) = cur else { return };
+        let Some(job) = cur else { return false };
         self.unlink_copy(call, job);
         if self.spec.cancellation {
             self.cancel_job(job);
         }
         self.hedge_answer(call, attempt, Class::Retryable(Transient::Timeout), Hint::None);
+        true
     }
 
     /// The call is decided by `class`: the copies still in flight lose (cancelled downstream
@@ -254,7 +286,7 @@ impl Sim<'_> {
             while let Some(j) = losers {
                 let Some(rec) = self.jobs.get(j) else { break };
                 hedges += u64::from(rec.attempt > 1);
-                losers = rec.copy;
+                losers = self.copy(j);
                 self.cancel_job(j);
             }
             if let Some(n) = Hedging::counts(&mut self.hedging, layer) {

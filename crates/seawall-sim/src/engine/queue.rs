@@ -91,11 +91,66 @@ pub(crate) struct Calendar {
     seq: u64,
 }
 
+/// An event whose place in the order is taken but which is not scheduled yet: see
+/// [`Calendar::hold`].
+#[derive(Debug)]
+pub(crate) struct Held {
+    entry: Entry,
+    /// The delay whose lane it goes to ([`Calendar::push_after`]), `None` for the heap.
+    delay: Option<u64>,
+}
+
 impl Calendar {
     /// Schedules `kind` at `at`.
     pub(crate) fn push(&mut self, at: u64, kind: Kind) {
         self.seq += 1;
         self.heap.push(Entry { at, seq: self.seq, kind });
+    }
+
+    /// Takes the place in the order that [`Calendar::push`] would give `kind` now, without
+    /// scheduling it: [`Calendar::schedule`] does that later, with the same place, or the event
+    /// is dropped. An attempt's timer is held while the attempt reaches its server and dropped
+    /// if the server answered at once: such a timer could only fire for nothing, and a
+    /// synchronised herd shed at once would otherwise keep millions of them pending.
+    pub(crate) fn hold(&mut self, at: u64, kind: Kind) -> Held {
+        self.seq += 1;
+        Held { entry: Entry { at, seq: self.seq, kind }, delay: None }
+    }
+
+    /// [`Calendar::hold`] for [`Calendar::push_after`].
+    pub(crate) fn hold_after(&mut self, now: u64, delay: u64, kind: Kind) -> Held {
+        self.seq += 1;
+        Held { entry: Entry { at: now + delay, seq: self.seq, kind }, delay: Some(delay) }
+    }
+
+    /// Schedules a held event in its place: exactly where it would be had it been pushed when
+    /// it was held.
+    #[inline]
+    pub(crate) fn schedule(&mut self, held: Held) {
+        let Held { entry: e, delay } = held;
+        match delay.and_then(|d| self.lane_of(d)) {
+            Some(i) => self.insert_lane(i, e),
+            None => self.heap.push(e),
+        }
+    }
+
+    /// The lane of timers of `delay`, opened if need be; `None` once [`MAX_LANES`] delays have
+    /// lanes (the heap takes the rest).
+    #[inline]
+    fn lane_of(&mut self, delay: u64) -> Option<usize> {
+        if self.lanes.is_empty() {
+            self.open_lanes();
+        }
+        if let Some(i) = self.delays.iter().position(|&d| d == delay) {
+            Some(i + 1)
+        } else if self.delays.len() < MAX_LANES {
+            self.delays.push(delay);
+            self.lanes.push(VecDeque::new());
+            self.fronts.push(EMPTY);
+            Some(self.lanes.len() - 1)
+        } else {
+            None
+        }
     }
 
     /// Schedules `kind` at `at`, no earlier than the last event pushed this way (events planned
@@ -114,18 +169,9 @@ impl Calendar {
     pub(crate) fn push_after(&mut self, now: u64, delay: u64, kind: Kind) {
         self.seq += 1;
         let e = Entry { at: now + delay, seq: self.seq, kind };
-        if self.lanes.is_empty() {
-            self.open_lanes();
-        }
-        if let Some(i) = self.delays.iter().position(|&d| d == delay) {
-            self.push_lane(i + 1, e);
-        } else if self.delays.len() < MAX_LANES {
-            self.delays.push(delay);
-            self.lanes.push(VecDeque::new());
-            self.fronts.push(EMPTY);
-            self.push_lane(self.lanes.len() - 1, e);
-        } else {
-            self.heap.push(e);
+        match self.lane_of(delay) {
+            Some(i) => self.push_lane(i, e),
+            None => self.heap.push(e),
         }
     }
 
@@ -135,11 +181,29 @@ impl Calendar {
         self.fronts.push(EMPTY);
     }
 
+    /// Adds `e`, the latest event of its lane, at the back of lane `i`.
     fn push_lane(&mut self, i: usize, e: Entry) {
         if self.lanes[i].is_empty() {
             self.fronts[i] = key(e.at, e.seq);
         }
         self.lanes[i].push_back(e);
+    }
+
+    /// Adds a held `e` to lane `i` in `(time, sequence)` order: at the back, unless events of
+    /// the same delay were pushed while it was held. Those are due at the same time (the same
+    /// `now` plus the same delay) but later in sequence, so it goes just before them.
+    #[inline]
+    fn insert_lane(&mut self, i: usize, e: Entry) {
+        let q = &mut self.lanes[i];
+        if q.back().is_none_or(|b| b.seq < e.seq) {
+            return self.push_lane(i, e);
+        }
+        let k = key(e.at, e.seq);
+        let at = q.partition_point(|x| key(x.at, x.seq) < k);
+        q.insert(at, e);
+        if at == 0 {
+            self.fronts[i] = k;
+        }
     }
 
     /// The earliest event, ties in scheduling order.
@@ -205,6 +269,24 @@ mod tests {
             .map(|(_, k)| if let Kind::Kick(n) = k { n } else { 0 })
             .collect();
         assert_eq!(order, [1, 3, 4, 5, 2, 6]);
+    }
+
+    /// A held event keeps the place it was held in, in a lane as in the heap. Putting it at the
+    /// back of its lane instead turns this red (1 pops after 2), and so would a fresh sequence
+    /// number when it is scheduled.
+    #[test]
+    fn a_held_event_keeps_its_place() {
+        let mut c = Calendar::default();
+        let timer = c.hold_after(0, 10, Kind::Kick(1)); // 10, seq 1
+        let heap_timer = c.hold(10, Kind::Kick(4)); // 10, seq 2
+        c.push_after(0, 10, Kind::Kick(2)); // 10, seq 3, same lane
+        c.push(10, Kind::Kick(3)); // 10, seq 4
+        c.schedule(heap_timer);
+        c.schedule(timer);
+        let order: Vec<u16> = std::iter::from_fn(|| c.pop())
+            .map(|(_, k)| if let Kind::Kick(n) = k { n } else { 0 })
+            .collect();
+        assert_eq!(order, [1, 4, 2, 3]);
     }
 
     #[test]
