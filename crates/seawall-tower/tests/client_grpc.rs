@@ -12,12 +12,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common_grpc::{Raw, Server, reply, with_pushback};
-use seawall::deadline::Deadline;
 use seawall::grpc::{Policy, StopReason, retry::backoff_bound};
 use seawall::rng::{Rng, SeedSource};
-use seawall::time::Clock;
 use seawall_tower::client::grpc::{GrpcEvent, GrpcRetryLayer};
 use seawall_tower::time::TokioClock;
+use seawall_tower::wire::RequestDeadline;
 use tonic::Code;
 use tower::ServiceBuilder;
 
@@ -77,7 +76,7 @@ async fn unavailable_is_retried_by_policy() {
     let layer = GrpcRetryLayer::from_json(&config(RETRY)).unwrap();
     let throttle = layer.throttle().unwrap().clone();
     let (mut c, _) = client(&server, layer);
-    let deadline = Deadline::after(TokioClock.now(), Duration::from_secs(5));
+    let deadline = RequestDeadline::after(&TokioClock, Duration::from_secs(5));
     let got = seawall_tower::propagate::scope(deadline, call(&mut c, "/demo.Echo/Say")).await;
     assert_eq!(got.unwrap(), b"hello");
     assert_eq!(server.previous(), [None, Some(1), Some(2)]);
@@ -285,7 +284,7 @@ async fn a_retry_past_the_deadline_is_not_made() {
         Server::start(|_| reply(Err(with_pushback(tonic::Code::Unavailable, "5000")))).await;
     let layer = GrpcRetryLayer::from_json(&config(RETRY)).unwrap();
     let (mut c, events) = client(&server, layer);
-    let deadline = Deadline::after(TokioClock.now(), Duration::from_secs(2));
+    let deadline = RequestDeadline::after(&TokioClock, Duration::from_secs(2));
     let got = seawall_tower::propagate::scope(deadline, call(&mut c, "/demo.Echo/Say")).await;
     assert_eq!(got.unwrap_err().code(), Code::Unavailable);
     assert_eq!(server.previous(), [None]);
