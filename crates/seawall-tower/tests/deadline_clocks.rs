@@ -14,6 +14,7 @@ use bytes::Bytes;
 use seawall::time::{Clock, CoarseClock, ManualClock, SystemClock};
 use seawall_tower::client::FailFastLayer;
 use seawall_tower::server::DeadlineLayer;
+use seawall_tower::time::TokioClock;
 use seawall_tower::wire::RequestDeadline;
 use tower::{Layer, ServiceExt};
 
@@ -127,6 +128,22 @@ async fn a_manual_clock_client_under_a_system_clock_server_gets_the_time_left() 
         assert_eq!(status, 200);
         let left: u64 = seen[0].as_deref().unwrap().parse().unwrap();
         // Real time passed between the server's read and the client's: a little under 250.
+        assert!(left <= 250 && left > 150, "{hand:?}: {left} ms");
+    }
+}
+
+/// A client on a paused runtime's clock (`TokioClock`, an hour of virtual time ahead of the
+/// machine's) under a server on the system clock: their instants are counted alike but no
+/// longer agree, and nothing tokio makes public says so; the call still goes out with the
+/// server's time left. Mutation checked: without the epoch check the client reads the
+/// server's deadline an hour late, sends nothing and answers 503.
+#[tokio::test(start_paused = true)]
+async fn a_paused_tokio_clock_client_under_a_system_clock_server_gets_the_time_left() {
+    tokio::time::advance(Duration::from_secs(3600)).await;
+    for hand in [Hand::Scope, Hand::Copied] {
+        let (seen, status) = hop(SystemClock, TokioClock, hand, || ()).await;
+        assert_eq!(status, 200, "{hand:?}");
+        let left: u64 = seen[0].as_deref().unwrap().parse().unwrap();
         assert!(left <= 250 && left > 150, "{hand:?}: {left} ms");
     }
 }
