@@ -96,6 +96,25 @@ async fn unavailable_is_retried_by_policy() {
     assert_eq!(throttle.tokens(), 8.1, "a method without a policy: failures cost nothing");
 }
 
+/// The layer runs on tokio's clock; a deadline the task inherited from a server on another
+/// clock (a manual one at 0 here) goes out as its time left. Mutation checked: reading the
+/// inherited instant on tokio's clock whatever its epoch (`RequestDeadline::for_clock`
+/// without the epoch check) sees "0 + 5 s" as long past, and the call fails with
+/// `DEADLINE_EXCEEDED` ("the call's deadline passed").
+#[tokio::test]
+async fn a_deadline_from_another_clock_is_sent_as_its_time_left() {
+    let server = Server::start(|s| reply(Ok(s.message.clone()))).await;
+    let (mut c, _) = client(&server, GrpcRetryLayer::from_json(&config(RETRY)).unwrap());
+    let deadline =
+        RequestDeadline::after(&seawall::time::ManualClock::new(), Duration::from_secs(5));
+    let got = seawall_tower::propagate::scope(deadline, call(&mut c, "/demo.Echo/Say")).await;
+    assert_eq!(got.unwrap(), b"hello");
+    let seen = server.seen.lock().unwrap().clone();
+    let t = seen[0].timeout.as_deref().expect("grpc-timeout");
+    let left = seawall::deadline::parse_grpc_timeout(t).unwrap();
+    assert!(left <= Duration::from_secs(5) && left > Duration::from_secs(4), "{t}");
+}
+
 /// A non-retryable code is returned after one attempt and leaves the tokens as they were; a
 /// "don't retry" pushback costs a token even on such a code. Breaks if non-retryable failures
 /// are charged (or retried), or if a negative pushback is free.
