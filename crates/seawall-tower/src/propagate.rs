@@ -44,12 +44,14 @@ pub fn sync_scope<R>(deadline: RequestDeadline, f: impl FnOnce() -> R) -> R {
 /// The deadline in scope, if the current task is serving a request with one.
 #[inline]
 pub fn current() -> Option<RequestDeadline> {
-    DEADLINE.try_with(|d| *d).ok()
+    DEADLINE.try_with(RequestDeadline::clone).ok()
 }
 
 /// The deadline in scope as an instant of `clock`, whose reading is `now`
 /// ([`RequestDeadline::for_clock`]).
 #[inline]
+// Read by the client layers (and this module's test): unused in a server-only build.
+#[cfg_attr(not(feature = "client"), allow(dead_code))]
 pub(crate) fn current_for<C: Clock + ?Sized>(clock: &C, now: Instant) -> Option<Deadline> {
     current().map(|d| d.for_clock(clock, now))
 }
@@ -65,9 +67,9 @@ mod tests {
         let clock = ManualClock::new();
         let d = RequestDeadline::after(&clock, Duration::from_millis(250));
         assert_eq!(current(), None);
-        assert_eq!(sync_scope(d, current), Some(d));
+        assert_eq!(sync_scope(d.clone(), current), Some(d.clone()));
         let inner = RequestDeadline::after(&clock, Duration::from_millis(10));
-        assert_eq!(sync_scope(d, || sync_scope(inner, current)), Some(inner));
+        assert_eq!(sync_scope(d.clone(), || sync_scope(inner.clone(), current)), Some(inner));
         assert_eq!(current(), None);
         // Read on another clock: the time left, from that clock's now.
         let now = SystemClock.now();

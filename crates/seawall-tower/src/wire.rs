@@ -12,10 +12,9 @@
 //! module adds the attempt number and the request extension that carries a deadline, with its
 //! clock, from a server layer to the client layers of outgoing calls ([`RequestDeadline`]).
 
-use std::collections::HashMap;
 use std::fmt;
 use std::num::NonZeroU32;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::HeaderName;
@@ -77,7 +76,7 @@ pub fn parse_grpc_previous_attempts(value: &[u8]) -> Option<NonZeroU32> {
 /// The deadline of the request being served, with the clock that made it.
 ///
 /// The server `DeadlineLayer` inserts it into request extensions (and runs the handler inside
-/// [`propagate::scope`](crate::propagate::scope) with it); handlers may copy it onto outgoing
+/// [`propagate::scope`](crate::propagate::scope) with it); handlers may clone it onto outgoing
 /// requests, where the client layers read it, so the edge's deadline flows down the whole call
 /// path. Build one by hand with [`RequestDeadline::on`] or [`RequestDeadline::after`].
 ///
@@ -129,7 +128,7 @@ pub fn parse_grpc_previous_attempts(value: &[u8]) -> Option<NonZeroU32> {
 /// assert_eq!(d.remaining(), Duration::from_millis(150));
 /// assert_eq!(d.for_clock(&client, client.now()).remaining(client.now()), Duration::from_millis(150));
 /// ```
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct RequestDeadline {
     deadline: Deadline,
     clock: DeadlineClock,
@@ -138,14 +137,12 @@ pub struct RequestDeadline {
 impl RequestDeadline {
     /// `deadline`, an instant of `clock`.
     ///
-    /// The deadline refers to its clock without owning it, so it stays `Copy` (and free to
-    /// keep in a task-local): a clock on [`Epoch::MONOTONIC`] is read as `SystemClock`; the
-    /// first clock of any other epoch to make a deadline is kept, one per epoch, for the
-    /// rest of the process (under a hundred bytes per manual clock in a test; nothing for
-    /// `SystemClock`, `CoarseClock` and `TokioClock`), and each later deadline of that epoch
-    /// looks it up under a lock.
+    /// The deadline keeps a clone of `clock` behind an `Arc`, shared by its clones (a
+    /// `RequestDeadline` is `Clone`, not `Copy`), except on [`Epoch::MONOTONIC`]: there it
+    /// keeps no clock and reads `SystemClock`, which tells the same time, so the deadlines of
+    /// the usual `SystemClock` and `CoarseClock` layers clone no `Arc`.
     pub fn on<C: Clock + Clone + 'static>(clock: &C, deadline: Deadline) -> Self {
-        DeadlineClock::of(clock).stamp(deadline)
+        RequestDeadline { deadline, clock: DeadlineClock::of(clock) }
     }
 
     /// `timeout` from `clock`'s now.
@@ -194,39 +191,30 @@ impl fmt::Debug for RequestDeadline {
     }
 }
 
-/// The clock a [`RequestDeadline`] is an instant of, as the deadline keeps it: looked up once
-/// per layer (or per deadline made by hand), copied into each request's deadline.
-#[derive(Clone, Copy)]
+/// The clock a [`RequestDeadline`] is an instant of, as the deadline keeps it: made once per
+/// layer (or per deadline made by hand), cloned into each request's deadline.
+#[derive(Clone)]
 pub(crate) struct DeadlineClock {
     epoch: Epoch,
     /// `None` for the monotonic epoch, read with `SystemClock`.
-    clock: Option<&'static dyn Clock>,
+    clock: Option<Arc<dyn Clock>>,
 }
 
 impl DeadlineClock {
     pub(crate) fn of<C: Clock + Clone + 'static>(clock: &C) -> Self {
         let epoch = clock.epoch();
-        if epoch == Epoch::MONOTONIC {
-            return DeadlineClock { epoch, clock: None };
-        }
-        // One clock per epoch: clocks of one epoch read one time (`Epoch`'s contract), so the
-        // first is as good as any, and the table grows with timelines, not with deadlines.
-        static CLOCKS: Mutex<Option<HashMap<Epoch, &'static dyn Clock>>> = Mutex::new(None);
-        let mut clocks = CLOCKS.lock().unwrap_or_else(PoisonError::into_inner);
-        let kept = *clocks
-            .get_or_insert_with(HashMap::new)
-            .entry(epoch)
-            .or_insert_with(|| Box::leak(Box::new(clock.clone())));
-        DeadlineClock { epoch, clock: Some(kept) }
+        let clock = (epoch != Epoch::MONOTONIC).then(|| Arc::new(clock.clone()) as Arc<dyn Clock>);
+        DeadlineClock { epoch, clock }
     }
 
-    /// `deadline`, an instant of this clock.
-    pub(crate) fn stamp(self, deadline: Deadline) -> RequestDeadline {
-        RequestDeadline { deadline, clock: self }
+    /// `deadline`, an instant of this clock (for a layer that made the clock once).
+    #[cfg(feature = "server")]
+    pub(crate) fn stamp(&self, deadline: Deadline) -> RequestDeadline {
+        RequestDeadline { deadline, clock: self.clone() }
     }
 
-    pub(crate) fn now(self) -> Instant {
-        match self.clock {
+    pub(crate) fn now(&self) -> Instant {
+        match &self.clock {
             Some(c) => c.now(),
             None => SystemClock.now(),
         }
@@ -275,6 +263,34 @@ mod tests {
         assert_eq!(sys.for_clock(&CoarseClock, Instant::ZERO), sys.deadline);
         assert_eq!(sys.epoch(), Epoch::MONOTONIC);
         assert_ne!(sys, RequestDeadline::on(&server, sys.deadline), "same instant, other epoch");
+    }
+
+    /// A deadline holds a clone of its clock, shared by the deadline's clones and let go with
+    /// the last of them; one on the monotonic epoch holds none (the common case clones no
+    /// `Arc`). Mutation checked: the previous `DeadlineClock` (each epoch's first clock
+    /// `Box::leak`ed into a process-wide table) leaves the count at 2 after the drop; keeping
+    /// an `Arc` on the monotonic epoch too fails the `SystemClock` assertion.
+    #[test]
+    fn a_deadline_holds_its_clock_until_the_last_clone_goes() {
+        #[derive(Debug, Clone)]
+        struct Counted(Arc<()>, Epoch);
+        impl Clock for Counted {
+            fn now(&self) -> Instant {
+                Instant::ZERO
+            }
+            fn epoch(&self) -> Epoch {
+                self.1
+            }
+        }
+        let clock = Counted(Arc::new(()), Epoch::fresh());
+        let d = RequestDeadline::after(&clock, 250 * MS);
+        let clones = vec![d.clone(); 3];
+        assert_eq!(Arc::strong_count(&clock.0), 2, "one clone of the clock, shared");
+        assert_eq!(clones[2].remaining(), 250 * MS);
+        drop((d, clones));
+        assert_eq!(Arc::strong_count(&clock.0), 1, "let go with the last deadline");
+        assert!(RequestDeadline::after(&SystemClock, MS).clock.clock.is_none());
+        assert!(RequestDeadline::after(&CoarseClock, MS).clock.clock.is_none());
     }
 
     #[test]

@@ -64,7 +64,7 @@ where
             let mut out = http::Request::get("http://dep/").body(Bytes::new()).unwrap();
             if let Hand::Copied = hand {
                 let d = req.extensions().get::<RequestDeadline>().expect("the layer's deadline");
-                out.extensions_mut().insert(*d);
+                out.extensions_mut().insert(d.clone());
             }
             let status = match client.oneshot(out).await {
                 Ok(r) => r.status(),

@@ -211,7 +211,7 @@ async fn the_bottom_drops_its_work_when_the_caller_goes_away() {
 async fn spawned_tasks_leave_the_scope_unless_carried() {
     let clock = seawall::time::ManualClock::new();
     let d = seawall_tower::wire::RequestDeadline::after(&clock, Duration::from_millis(250));
-    let (lost, carried) = propagate::scope(d, async {
+    let (lost, carried) = propagate::scope(d.clone(), async {
         let lost = tokio::spawn(async { propagate::current() });
         let carried = tokio::spawn(propagate::scope(propagate::current().unwrap(), async {
             propagate::current()

@@ -229,7 +229,7 @@ where
     ) -> reqwest_middleware::Result<reqwest::Response> {
         // The engine falls back to the deadline of the request the task serves
         // (`propagate::current`), as for every client layer.
-        let deadline = extensions.get::<RequestDeadline>().copied();
+        let deadline = extensions.get::<RequestDeadline>().cloned();
         let req = outgoing(req, deadline);
         let next = NextService { next, extensions: extensions.clone() };
         match RetryFuture::new(next, self.config.for_service(), req).await {

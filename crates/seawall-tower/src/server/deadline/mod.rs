@@ -177,12 +177,12 @@ where
             ));
         }
         let stamped: RequestDeadline = self.stamp.stamp(deadline);
-        req.extensions_mut().insert(stamped);
+        req.extensions_mut().insert(stamped.clone());
         // The time left by the layer's clock, on tokio's timer (which a `TokioClock` shares).
         let left = deadline.remaining(now);
         // `call` in the scope too: some services make their outgoing requests while building
         // their future.
-        let fut = propagate::sync_scope(stamped, || self.inner.call(req));
+        let fut = propagate::sync_scope(stamped.clone(), || self.inner.call(req));
         ResponseFuture::running(propagate::scope(stamped, fut), left, self.metrics.clone(), grpc)
     }
 }
