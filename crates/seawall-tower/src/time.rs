@@ -37,16 +37,23 @@
 //! # }
 //! ```
 
-use seawall::time::{Clock, Instant, SystemClock};
+use std::sync::OnceLock;
+
+use seawall::time::{Clock, Epoch, Instant, SystemClock};
 
 /// tokio's clock (`tokio::time::Instant::now()`) as a seawall [`Clock`]: virtual time under a
 /// paused runtime, the monotonic clock otherwise.
 ///
-/// Its instants are on [`SystemClock`]'s epoch (converted with [`SystemClock::instant_of`]),
-/// so on a running (not paused) runtime the two clocks agree, and a deadline read by one layer
-/// means the same to a layer on the other. Reading it outside a runtime reads the monotonic
-/// clock, as `tokio::time::Instant::now()` does. Calendar time ([`Clock::wall_time`], for
-/// HTTP-date `Retry-After` values) is the system's: dates are written by servers on real time.
+/// Its instants are counted like [`SystemClock`]'s (converted with
+/// [`SystemClock::instant_of`]), so on a running (not paused) runtime the two read the same
+/// numbers. Its [`Epoch`] is its own all the same: under a paused runtime the numbers part, and
+/// nothing tokio makes public says whether the runtime is paused. So a deadline one makes
+/// reaches a layer on the other through its time left
+/// ([`RequestDeadline`](crate::wire::RequestDeadline)), which is right whether or not the
+/// runtime is paused, and costs a clock read on each side. Reading it outside a runtime
+/// reads the monotonic clock, as `tokio::time::Instant::now()` does. Calendar time
+/// ([`Clock::wall_time`], for HTTP-date `Retry-After` values) is the system's: dates are
+/// written by servers on real time.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TokioClock;
 
@@ -54,6 +61,12 @@ impl Clock for TokioClock {
     #[inline]
     fn now(&self) -> Instant {
         SystemClock::instant_of(tokio::time::Instant::now().into_std())
+    }
+
+    /// One epoch for every `TokioClock` (two runtimes, one paused, cannot be told apart).
+    fn epoch(&self) -> Epoch {
+        static EPOCH: OnceLock<Epoch> = OnceLock::new();
+        *EPOCH.get_or_init(Epoch::fresh)
     }
 }
 
@@ -68,6 +81,12 @@ mod tests {
         let t0 = TokioClock.now();
         tokio::time::sleep(Duration::from_secs(3600)).await;
         assert_eq!(TokioClock.now() - t0, Duration::from_secs(3600));
+    }
+
+    #[test]
+    fn has_an_epoch_of_its_own() {
+        assert_eq!(TokioClock.epoch(), TokioClock.epoch());
+        assert_ne!(TokioClock.epoch(), SystemClock.epoch());
     }
 
     #[tokio::test]

@@ -85,7 +85,7 @@ async fn tier(next: SocketAddr, client: Client, seen: Seen) -> SocketAddr {
         record(&seen, &req);
         let mut out = get(next, "/");
         if let Some(d) = req.extensions().get::<RequestDeadline>() {
-            out.extensions_mut().insert(*d);
+            out.extensions_mut().insert(d.clone());
         }
         async move {
             let resp = client.ready().await.unwrap().call(out).await.unwrap();

@@ -12,12 +12,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common_grpc::{Raw, Server, reply, with_pushback};
-use seawall::deadline::Deadline;
 use seawall::grpc::{Policy, StopReason, retry::backoff_bound};
 use seawall::rng::{Rng, SeedSource};
-use seawall::time::Clock;
 use seawall_tower::client::grpc::{GrpcEvent, GrpcRetryLayer};
 use seawall_tower::time::TokioClock;
+use seawall_tower::wire::RequestDeadline;
 use tonic::Code;
 use tower::ServiceBuilder;
 
@@ -77,7 +76,7 @@ async fn unavailable_is_retried_by_policy() {
     let layer = GrpcRetryLayer::from_json(&config(RETRY)).unwrap();
     let throttle = layer.throttle().unwrap().clone();
     let (mut c, _) = client(&server, layer);
-    let deadline = Deadline::after(TokioClock.now(), Duration::from_secs(5));
+    let deadline = RequestDeadline::after(&TokioClock, Duration::from_secs(5));
     let got = seawall_tower::propagate::scope(deadline, call(&mut c, "/demo.Echo/Say")).await;
     assert_eq!(got.unwrap(), b"hello");
     assert_eq!(server.previous(), [None, Some(1), Some(2)]);
@@ -95,6 +94,25 @@ async fn unavailable_is_retried_by_policy() {
     assert_eq!(got.unwrap_err().code(), Code::Unavailable);
     assert_eq!(server.previous().len(), 4);
     assert_eq!(throttle.tokens(), 8.1, "a method without a policy: failures cost nothing");
+}
+
+/// The layer runs on tokio's clock; a deadline the task inherited from a server on another
+/// clock (a manual one at 0 here) goes out as its time left. Mutation checked: reading the
+/// inherited instant on tokio's clock whatever its epoch (`RequestDeadline::for_clock`
+/// without the epoch check) sees "0 + 5 s" as long past, and the call fails with
+/// `DEADLINE_EXCEEDED` ("the call's deadline passed").
+#[tokio::test]
+async fn a_deadline_from_another_clock_is_sent_as_its_time_left() {
+    let server = Server::start(|s| reply(Ok(s.message.clone()))).await;
+    let (mut c, _) = client(&server, GrpcRetryLayer::from_json(&config(RETRY)).unwrap());
+    let deadline =
+        RequestDeadline::after(&seawall::time::ManualClock::new(), Duration::from_secs(5));
+    let got = seawall_tower::propagate::scope(deadline, call(&mut c, "/demo.Echo/Say")).await;
+    assert_eq!(got.unwrap(), b"hello");
+    let seen = server.seen.lock().unwrap().clone();
+    let t = seen[0].timeout.as_deref().expect("grpc-timeout");
+    let left = seawall::deadline::parse_grpc_timeout(t).unwrap();
+    assert!(left <= Duration::from_secs(5) && left > Duration::from_secs(4), "{t}");
 }
 
 /// A non-retryable code is returned after one attempt and leaves the tokens as they were; a
@@ -285,7 +303,7 @@ async fn a_retry_past_the_deadline_is_not_made() {
         Server::start(|_| reply(Err(with_pushback(tonic::Code::Unavailable, "5000")))).await;
     let layer = GrpcRetryLayer::from_json(&config(RETRY)).unwrap();
     let (mut c, events) = client(&server, layer);
-    let deadline = Deadline::after(TokioClock.now(), Duration::from_secs(2));
+    let deadline = RequestDeadline::after(&TokioClock, Duration::from_secs(2));
     let got = seawall_tower::propagate::scope(deadline, call(&mut c, "/demo.Echo/Say")).await;
     assert_eq!(got.unwrap_err().code(), Code::Unavailable);
     assert_eq!(server.previous(), [None]);

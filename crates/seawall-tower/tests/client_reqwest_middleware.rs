@@ -273,14 +273,14 @@ async fn deadlines_come_from_the_request_then_the_serving_task_then_the_default(
             .with_default_timeout(Duration::from_millis(2_000)),
     );
     let url = format!("http://{addr}/");
-    let in_ms = |ms| Deadline::after(clock.now(), Duration::from_millis(ms));
+    let in_ms = |ms| RequestDeadline::after(&clock, Duration::from_millis(ms));
 
     // The default.
     client.get(&url).send().await.unwrap();
     // The deadline of the request the task is serving.
     propagate::scope(in_ms(750), client.get(&url).send()).await.unwrap();
     // The request's own, over the serving task's.
-    let own = client.get(&url).with_extension(RequestDeadline(in_ms(300))).send();
+    let own = client.get(&url).with_extension(in_ms(300)).send();
     propagate::scope(in_ms(750), own).await.unwrap();
 
     let seen = seen.lock().unwrap();
@@ -298,7 +298,7 @@ async fn a_past_deadline_sends_nothing_and_says_why() {
 
     let err = client
         .get(format!("http://{addr}/"))
-        .with_extension(RequestDeadline(past))
+        .with_extension(RequestDeadline::on(&clock, past))
         .send()
         .await
         .unwrap_err();

@@ -178,7 +178,7 @@ async fn a_service_under_test_runs_its_deadline_and_its_calls_on_one_virtual_clo
             tokio::time::sleep(Duration::from_millis(100)).await;
             let mut out = http::Request::get("http://dep/").body(Bytes::new()).unwrap();
             if let Some(d) = req.extensions().get::<RequestDeadline>() {
-                out.extensions_mut().insert(*d);
+                out.extensions_mut().insert(d.clone());
             }
             client.oneshot(out).await
         }

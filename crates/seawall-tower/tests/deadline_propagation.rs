@@ -209,11 +209,9 @@ async fn the_bottom_drops_its_work_when_the_caller_goes_away() {
 
 #[tokio::test]
 async fn spawned_tasks_leave_the_scope_unless_carried() {
-    let d = seawall::deadline::Deadline::after(
-        seawall::time::Instant::ZERO,
-        Duration::from_millis(250),
-    );
-    let (lost, carried) = propagate::scope(d, async {
+    let clock = seawall::time::ManualClock::new();
+    let d = seawall_tower::wire::RequestDeadline::after(&clock, Duration::from_millis(250));
+    let (lost, carried) = propagate::scope(d.clone(), async {
         let lost = tokio::spawn(async { propagate::current() });
         let carried = tokio::spawn(propagate::scope(propagate::current().unwrap(), async {
             propagate::current()
@@ -228,8 +226,7 @@ async fn spawned_tasks_leave_the_scope_unless_carried() {
 /// builds its future eagerly) and from inside the future.
 #[tokio::test]
 async fn the_scope_covers_the_inner_call_and_its_future() {
-    use seawall::time::{Clock, SystemClock};
-    let ms = |d: Option<seawall::deadline::Deadline>| d.map(|d| d.remaining(SystemClock.now()));
+    let ms = |d: Option<seawall_tower::wire::RequestDeadline>| d.map(|d| d.remaining());
     let svc = tower::service_fn(move |_req: http::Request<()>| {
         let in_call = ms(propagate::current());
         async move {

@@ -13,8 +13,7 @@ use bytes::Bytes;
 use http::{HeaderMap, Request, Response, StatusCode};
 use http_body::{Body, Frame};
 use http_body_util::BodyExt;
-use seawall::deadline::Deadline;
-use seawall::time::{Clock, ManualClock, SystemClock};
+use seawall::time::{ManualClock, SystemClock};
 use seawall_tower::server::IdempotencyLayer;
 use seawall_tower::server::idempotency::error::StoreError;
 use seawall_tower::server::idempotency::key::{Fingerprint, StoreKey};
@@ -256,7 +255,7 @@ async fn a_deadline_that_passes_before_the_handler_releases_the_key() {
     let svc = IdempotencyLayer::with_store_and_clock(Arc::new(store), clock.clone())
         .layer(handler(n.clone(), Duration::ZERO));
     let with_deadline = |ms: u64| {
-        let d = RequestDeadline(Deadline::after(clock.now(), Duration::from_millis(ms)));
+        let d = RequestDeadline::after(&clock, Duration::from_millis(ms));
         tenant(keyed("slow")).extension(d).body(body("x")).unwrap()
     };
     // 20 ms left, the store takes 50: the deadline passes before the handler could be called.

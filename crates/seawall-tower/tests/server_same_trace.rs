@@ -192,7 +192,7 @@ fn run_layer(steps: &[Step]) -> (Vec<Vec<Seen>>, [u64; 5]) {
                 let mut req = req.body(()).unwrap();
                 if let Some(d) = deadline {
                     let at = Deadline::at(clock.now() + d);
-                    req.extensions_mut().insert(RequestDeadline(at));
+                    req.extensions_mut().insert(RequestDeadline::on(&clock, at));
                 }
                 assert!(svc.poll_ready(&mut cx).is_ready());
                 let mut fut: Pending = Box::pin(svc.call(req));

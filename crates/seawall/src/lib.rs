@@ -74,5 +74,5 @@ pub mod prelude {
         Attempt, Call, Decision, GiveUp, GiveUpReason, PolicyConfig, RequestInfo, RetryPolicy, Role,
     };
     pub use crate::rng::{Rng, SeededRng};
-    pub use crate::time::{Clock, CoarseClock, Instant, ManualClock, SystemClock};
+    pub use crate::time::{Clock, CoarseClock, Epoch, Instant, ManualClock, SystemClock};
 }

@@ -4,6 +4,20 @@
 //! same code runs on a wall clock in middleware and on virtual time in the simulator. An
 //! [`Instant`] is a count of nanoseconds since the clock's own epoch; it fits in one `u64`, so
 //! budgets can keep timestamps in plain atomics.
+//!
+//! # Instants of different clocks
+//!
+//! An instant means something only next to the clock that made it: 5 s on a [`ManualClock`]
+//! is five seconds after that clock's start, on [`SystemClock`] five seconds after the
+//! machine's boot. Inside one component (a layer, a policy, the simulator) every instant comes
+//! from one clock, and they stay plain `u64`s: typing them by clock (governor's
+//! `Clock { type Instant }`) would spread a type parameter through every budget and the
+//! simulator for a mix-up that cannot happen there. Instants cross between components in one
+//! place, the deadline a server layer hands to the client layers of the calls its handler
+//! makes. That crossing carries the clock's [`Epoch`] ([`Clock::epoch`]): a reader on the same
+//! epoch uses the instant as it is; a reader on another converts it through the time left,
+//! read on the clock that made it (as a hop over the network does). See `seawall-tower`'s
+//! `wire::RequestDeadline`.
 
 use std::fmt;
 use std::ops::{Add, Sub};
@@ -13,7 +27,8 @@ use std::time::{Duration, SystemTime};
 
 /// A point in time: nanoseconds since the epoch of the [`Clock`] that produced it.
 ///
-/// Instants from different clocks are not comparable. Arithmetic saturates instead of panicking.
+/// Instants from clocks of different [`Epoch`]s are not comparable. Arithmetic saturates instead
+/// of panicking.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Instant(u64);
 
@@ -84,10 +99,66 @@ impl Sub<Instant> for Instant {
     }
 }
 
+/// Which timeline a clock's [`Instant`]s count on: two clocks of one epoch read instants that
+/// compare; instants of clocks of different epochs do not.
+///
+/// # Why an epoch
+///
+/// [`Instant`] is one type for every clock, so that budgets keep instants in atomics and the
+/// simulator and the middleware share every decision. The price is that nothing in the type
+/// stops an instant of a [`ManualClock`] at 0 from being compared with [`SystemClock`]'s
+/// reading, where "start + 5 s" means "expired since boot". Where an instant leaves the
+/// component whose clock made it, it travels with that clock's epoch, and the reader checks it
+/// against its own: an id compare, nothing on the paths that keep instants among themselves.
+///
+/// - [`SystemClock`] and [`CoarseClock`] share [`Epoch::MONOTONIC`]: the same kernel clock at two
+///   resolutions.
+/// - Every [`ManualClock::new`] gets a fresh epoch, shared by its clones (which share its time).
+/// - A clock of your own gets one from [`Epoch::fresh`] (once per timeline, not per read), or
+///   returns [`Epoch::MONOTONIC`] only if it reads the monotonic clock.
+///
+/// ```
+/// use seawall::time::{Clock, CoarseClock, Epoch, ManualClock, SystemClock};
+///
+/// assert_eq!(SystemClock.epoch(), CoarseClock.epoch());
+/// assert_eq!(SystemClock.epoch(), Epoch::MONOTONIC);
+/// let manual = ManualClock::new();
+/// assert_eq!(manual.epoch(), manual.clone().epoch(), "clones share the time, so the epoch");
+/// assert_ne!(manual.epoch(), ManualClock::new().epoch(), "another manual clock is another time");
+/// assert_ne!(manual.epoch(), SystemClock.epoch());
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Epoch(u64);
+
+impl Epoch {
+    /// The monotonic clock's (`CLOCK_MONOTONIC` on Linux): [`SystemClock`] and [`CoarseClock`].
+    pub const MONOTONIC: Epoch = Epoch(0);
+
+    /// An epoch no other call returns: for a clock whose time is its own (a manual or virtual
+    /// clock). Take it once per timeline and keep it.
+    pub fn fresh() -> Epoch {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Epoch(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+impl fmt::Debug for Epoch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            0 => f.write_str("Epoch(monotonic)"),
+            n => write!(f, "Epoch(#{n})"),
+        }
+    }
+}
+
 /// A source of [`Instant`]s. Adapters hold one; core decisions take `now` as an argument.
 pub trait Clock: Send + Sync + fmt::Debug {
     /// The current instant.
     fn now(&self) -> Instant;
+
+    /// The timeline [`now`](Self::now)'s instants count on (see [`Epoch`]): equal for two clocks
+    /// exactly when their instants compare.
+    fn epoch(&self) -> Epoch;
 
     /// The calendar time now, for the few values that come as dates (an HTTP-date
     /// `Retry-After`, RFC 9110 §10.2.3): a date is turned into a wait by subtracting this.
@@ -103,6 +174,9 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
     fn now(&self) -> Instant {
         (**self).now()
     }
+    fn epoch(&self) -> Epoch {
+        (**self).epoch()
+    }
     fn wall_time(&self) -> SystemTime {
         (**self).wall_time()
     }
@@ -111,6 +185,9 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
 impl<C: Clock + ?Sized> Clock for &C {
     fn now(&self) -> Instant {
         (**self).now()
+    }
+    fn epoch(&self) -> Epoch {
+        (**self).epoch()
     }
     fn wall_time(&self) -> SystemTime {
         (**self).wall_time()
@@ -184,6 +261,11 @@ impl Clock for SystemClock {
     fn now(&self) -> Instant {
         raw_now()
     }
+
+    #[inline]
+    fn epoch(&self) -> Epoch {
+        Epoch::MONOTONIC
+    }
 }
 
 /// A cheaper, coarser [`SystemClock`]: on Linux `CLOCK_MONOTONIC_COARSE`, the kernel's
@@ -246,9 +328,15 @@ impl Clock for CoarseClock {
     fn now(&self) -> Instant {
         raw_now()
     }
+
+    #[inline]
+    fn epoch(&self) -> Epoch {
+        Epoch::MONOTONIC
+    }
 }
 
-/// A clock that moves only when told to. Cloning shares the same time.
+/// A clock that moves only when told to. Cloning shares the same time (and [`Epoch`]); each
+/// [`ManualClock::new`] is a time of its own, with an epoch of its own.
 ///
 /// Its calendar time ([`Clock::wall_time`]) is the Unix epoch plus its reading: set it to
 /// `Instant::from_duration(date - UNIX_EPOCH)` to test HTTP dates.
@@ -262,32 +350,45 @@ impl Clock for CoarseClock {
 /// clock.advance(Duration::from_millis(250));
 /// assert_eq!(clock.now() - t0, Duration::from_millis(250));
 /// ```
-#[derive(Debug, Clone, Default)]
-pub struct ManualClock(Arc<AtomicU64>);
+#[derive(Debug, Clone)]
+pub struct ManualClock {
+    nanos: Arc<AtomicU64>,
+    epoch: Epoch,
+}
+
+impl Default for ManualClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 impl ManualClock {
-    /// A clock at its epoch.
+    /// A clock at its epoch, with a fresh [`Epoch`].
     pub fn new() -> Self {
-        Self::default()
+        ManualClock { nanos: Arc::default(), epoch: Epoch::fresh() }
     }
 
     /// Moves the clock forward by `d` (saturating).
     pub fn advance(&self, d: Duration) {
         let step = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         let _ = self
-            .0
+            .nanos
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| Some(n.saturating_add(step)));
     }
 
     /// Sets the clock to `at`. Going backwards is allowed (tests of misuse need it).
     pub fn set(&self, at: Instant) {
-        self.0.store(at.as_nanos(), Ordering::Release);
+        self.nanos.store(at.as_nanos(), Ordering::Release);
     }
 }
 
 impl Clock for ManualClock {
     fn now(&self) -> Instant {
-        Instant(self.0.load(Ordering::Acquire))
+        Instant(self.nanos.load(Ordering::Acquire))
+    }
+
+    fn epoch(&self) -> Epoch {
+        self.epoch
     }
 
     fn wall_time(&self) -> SystemTime {
@@ -324,6 +425,27 @@ mod tests {
         let b = a.clone();
         a.advance(Duration::from_secs(3));
         assert_eq!(b.now().since_epoch(), Duration::from_secs(3));
+    }
+
+    /// Each manual clock is a time of its own; its clones are the same time; the two kernel
+    /// clocks are one. Mutation checked: `ManualClock::new` taking `Epoch::MONOTONIC` (or one
+    /// shared epoch) instead of `Epoch::fresh()` fails the first two assertions.
+    #[test]
+    fn epochs_tell_timelines_apart() {
+        let (a, b) = (ManualClock::new(), ManualClock::new());
+        assert_ne!(a.epoch(), b.epoch());
+        assert_ne!(a.epoch(), Epoch::MONOTONIC);
+        assert_eq!(a.clone().epoch(), a.epoch());
+        assert_ne!(ManualClock::default().epoch(), a.epoch());
+        assert_eq!(SystemClock.epoch(), CoarseClock.epoch());
+        // Through the `Arc` and `&` impls too.
+        fn epoch_of(c: impl Clock) -> Epoch {
+            c.epoch()
+        }
+        assert_eq!(epoch_of(Arc::new(a.clone())), epoch_of(&a));
+        assert_eq!(epoch_of(&a), a.epoch());
+        assert_ne!(Epoch::fresh(), Epoch::fresh());
+        assert_eq!(format!("{:?}", Epoch::MONOTONIC), "Epoch(monotonic)");
     }
 
     #[test]

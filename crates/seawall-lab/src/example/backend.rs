@@ -9,7 +9,7 @@ use axum::Router;
 use bytes::Bytes;
 use http::{Request, StatusCode};
 use http_body_util::Empty;
-use seawall::time::{Clock, SystemClock};
+use seawall::time::SystemClock;
 use seawall_tower::wire::RequestDeadline;
 use tokio::net::TcpListener;
 use tower::ServiceExt;
@@ -104,10 +104,7 @@ impl Caller {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             Caller::Seawall { down, timeout } => {
-                let deadline = RequestDeadline(seawall::deadline::Deadline::after(
-                    SystemClock.now(),
-                    *timeout,
-                ));
+                let deadline = RequestDeadline::after(&SystemClock, *timeout);
                 match tokio::time::timeout(*timeout, down.call(Some(deadline))).await {
                     Ok(r) if r.status().is_success() => StatusCode::OK,
                     _ => StatusCode::SERVICE_UNAVAILABLE,

@@ -113,7 +113,7 @@ async fn handle(State(tier): State<Arc<Tier>>, req: Request) -> Response {
         // Seawall: the deadline the server `DeadlineLayer` read from our caller travels down
         // (the client layer stamps the time left); the call is cancelled with the request.
         Stack::Seawall => {
-            let deadline = req.extensions().get::<RequestDeadline>().copied();
+            let deadline = req.extensions().get::<RequestDeadline>().cloned();
             tier.down.call(deadline).await
         }
     };

@@ -54,7 +54,10 @@
 //! handler inside [`propagate::scope`](crate::propagate::scope), and the client layers below
 //! read [`propagate::current`](crate::propagate::current) when a request carries no deadline of
 //! its own. Work a handler moves to another task with `tokio::spawn` leaves the scope; wrap it
-//! in `propagate::scope(d, fut)` to take the deadline along.
+//! in `propagate::scope(d, fut)` to take the deadline along. The deadline keeps the clock it was
+//! made on ([`RequestDeadline`](crate::wire::RequestDeadline)): a client layer on another clock
+//! (a paused `TokioClock` in a test under a `SystemClock` server, say) reads its time left
+//! rather than misreading its instant.
 //!
 //! # 2. A reqwest client
 //!

@@ -121,12 +121,14 @@ impl<S, B: ReplayBody, RB, Bu: Budget, C: Clock> Ctx<S, B, RB, Bu, C> {
     pub(crate) fn new(svc: S, shared: Arc<Shared<Bu, C>>, mut req: Request<B>) -> Self {
         let policy = &*shared.policy;
         let started = shared.clock.now();
-        // The request's own deadline, else the one of the request the task is serving.
+        // The request's own deadline, else the one of the request the task is serving; as an
+        // instant of this layer's clock (the time left, if it was made on another).
+        let clock = &shared.clock;
         let inherited = req
             .extensions()
             .get::<RequestDeadline>()
-            .map(|d| d.0)
-            .or_else(crate::propagate::current);
+            .map(|d| d.for_clock(clock, started))
+            .or_else(|| crate::propagate::current_for(clock, started));
         let deadline =
             inherited.or_else(|| shared.default_timeout.map(|t| Deadline::after(started, t)));
         // One pass over the headers (none for a header-less request) instead of a hashed lookup

@@ -19,7 +19,8 @@
 //!
 //! Both read the time from a clock, [`SystemClock`](seawall::time::SystemClock) unless built
 //! `with_clock` (`crate::time::TokioClock` runs them on a paused runtime's virtual time, for
-//! tests of your own service), and both are fixed in their role by their type: a policy given
+//! tests of your own service; an inherited deadline made on another clock is read as its time
+//! left), and both are fixed in their role by their type: a policy given
 //! to a `FailFastLayer` makes one attempt per call whatever its configuration's role says.
 //!
 //! Both wrap any `tower::Service<http::Request<B>>`: hyper's client, reqwest (through

@@ -301,7 +301,7 @@ fn deadline_of(parts: &Parts, timeout: Option<Duration>, now: Instant) -> Option
         .into_iter()
         .flatten()
         .map(|t| Deadline::after(now, t))
-        .chain(crate::propagate::current())
+        .chain(crate::propagate::current_for(&TokioClock, now))
         .reduce(Deadline::min)
 }
 

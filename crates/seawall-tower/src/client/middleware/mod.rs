@@ -67,10 +67,12 @@
 //! # Deadlines
 //!
 //! The first of: a [`RequestDeadline`] in the request's middleware extensions
-//! (`.with_extension(RequestDeadline(d))` on reqwest-middleware's `RequestBuilder`); the deadline of the request the current task is serving
-//! ([`propagate::current`](crate::propagate::current), set by the server `DeadlineLayer`); the middleware's
-//! [`with_default_timeout`](RetryMiddleware::with_default_timeout). A deadline is an instant of
-//! a clock: build the middleware on the clock that made it ([`with_clock`](RetryMiddleware::with_clock)).
+//! (`.with_extension(RequestDeadline::after(&clock, timeout))` on reqwest-middleware's
+//! `RequestBuilder`); the deadline of the request the current task is serving
+//! ([`propagate::current`](crate::propagate::current), set by the server `DeadlineLayer`); the
+//! middleware's [`with_default_timeout`](RetryMiddleware::with_default_timeout). A deadline
+//! made on another clock than the middleware's ([`with_clock`](RetryMiddleware::with_clock))
+//! is read as its time left ([`RequestDeadline::for_clock`]).
 //!
 //! # What `send` returns
 //!
@@ -227,7 +229,7 @@ where
     ) -> reqwest_middleware::Result<reqwest::Response> {
         // The engine falls back to the deadline of the request the task serves
         // (`propagate::current`), as for every client layer.
-        let deadline = extensions.get::<RequestDeadline>().copied();
+        let deadline = extensions.get::<RequestDeadline>().cloned();
         let req = outgoing(req, deadline);
         let next = NextService { next, extensions: extensions.clone() };
         match RetryFuture::new(next, self.config.for_service(), req).await {

@@ -96,7 +96,8 @@ impl<Bu: Budget, C: Clock + Clone> RetryLayer<Bu, C> {
     /// windows and HTTP-date hints. The waits themselves are tokio timers, so a clock other
     /// than tokio's own must move with them: [`TokioClock`](crate::time::TokioClock) runs the
     /// layer on a paused runtime's virtual time. A [`RequestDeadline`](crate::wire::RequestDeadline)
-    /// the layer reads must come from the same clock.
+    /// made on another clock is read as its time left, from this clock's now
+    /// ([`for_clock`](crate::wire::RequestDeadline::for_clock)).
     pub fn with_clock<C2: Clock + Clone>(self, clock: C2) -> RetryLayer<Bu, C2> {
         RetryLayer { shared: self.shared.with_clock(clock) }
     }

@@ -6,8 +6,8 @@ use seawall::time::{Clock, SystemClock};
 use tower_layer::Layer;
 
 use super::DeadlineService;
-use super::time_left::ServerClock;
 use crate::server::metrics::ServerMetrics;
+use crate::wire::DeadlineClock;
 
 /// Deadline of a request that carries none: 15 s, Envoy's default route timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15);
@@ -28,8 +28,9 @@ pub enum MalformedTimeout {
 /// Reads, clamps and enforces the caller's deadline. See the [module docs](super).
 ///
 /// The deadline is an instant of the layer's clock (`C`, [`SystemClock`] unless
-/// [`with_clock`](Self::with_clock) says otherwise), and client layers below read it on theirs:
-/// build them on the same clock.
+/// [`with_clock`](Self::with_clock) says otherwise) and travels with it
+/// ([`RequestDeadline`](crate::wire::RequestDeadline)): client layers below on another clock
+/// read its time left.
 #[derive(Debug, Clone)]
 pub struct DeadlineLayer<C = SystemClock> {
     default: Duration,
@@ -122,7 +123,7 @@ impl<S, C: Clock + Clone + 'static> Layer<S> for DeadlineLayer<C> {
 
     fn layer(&self, inner: S) -> DeadlineService<S, C> {
         DeadlineService {
-            server_clock: ServerClock::new(self.clock.clone()),
+            stamp: DeadlineClock::of(&self.clock),
             inner,
             default: self.default,
             max: self.max,

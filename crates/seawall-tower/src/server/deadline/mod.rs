@@ -42,6 +42,8 @@
 //! them) use it for an outgoing request that carries no [`RequestDeadline`] of its own: the
 //! edge stamps one deadline and every hop below gets the time remaining, with nothing for a
 //! handler to copy. A `RequestDeadline` put on an outgoing request by hand wins over the scope.
+//! The deadline keeps this layer's clock: a client layer built on another clock reads its time
+//! left rather than its instant (see [`RequestDeadline`]'s docs for why).
 //!
 //! The scope follows the handler's future, not its thread: work handed to `tokio::spawn` leaves
 //! it. Carry it along when the spawned work makes calls on the request's behalf:
@@ -92,8 +94,7 @@ pub use time_left::{TimeLeft, time_left};
 use crate::propagate;
 use crate::server::metrics::{RejectReason, ServerMetrics};
 use crate::server::response;
-use crate::wire::{self, RequestDeadline};
-use time_left::ServerClock;
+use crate::wire::{self, DeadlineClock, RequestDeadline};
 
 /// Reads the deadline of a request from its headers at `now`: the smaller of `Request-Timeout-Ms`
 /// and `grpc-timeout` when present, else `default`; clamped to `max`. A header that is present but
@@ -130,8 +131,9 @@ pub struct DeadlineService<S, C = SystemClock> {
     malformed: MalformedTimeout,
     metrics: Option<ServerMetrics>,
     clock: C,
-    /// The same clock, for [`time_left`] to read in the handler.
-    server_clock: ServerClock,
+    /// The same clock, as each request's [`RequestDeadline`] carries it (for [`time_left`] in
+    /// the handler, and client layers on other clocks).
+    stamp: DeadlineClock,
 }
 
 impl<S, C, ReqB, ResB> Service<Request<ReqB>> for DeadlineService<S, C>
@@ -174,14 +176,14 @@ where
                 "4",
             ));
         }
-        req.extensions_mut().insert(RequestDeadline(deadline));
-        req.extensions_mut().insert(self.server_clock.clone());
+        let stamped: RequestDeadline = self.stamp.stamp(deadline);
+        req.extensions_mut().insert(stamped.clone());
         // The time left by the layer's clock, on tokio's timer (which a `TokioClock` shares).
         let left = deadline.remaining(now);
         // `call` in the scope too: some services make their outgoing requests while building
         // their future.
-        let fut = propagate::sync_scope(deadline, || self.inner.call(req));
-        ResponseFuture::running(propagate::scope(deadline, fut), left, self.metrics.clone(), grpc)
+        let fut = propagate::sync_scope(stamped.clone(), || self.inner.call(req));
+        ResponseFuture::running(propagate::scope(stamped, fut), left, self.metrics.clone(), grpc)
     }
 }
 

@@ -1,34 +1,16 @@
 //! The time a handler has left: [`time_left`], and the [`TimeLeft`] axum extractor.
 
+#[cfg(feature = "axum")]
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
 use http::Extensions;
-use seawall::time::Clock;
 
 use crate::wire::RequestDeadline;
 
-/// The [`DeadlineLayer`](super::DeadlineLayer)'s clock, put into the request extensions next to
-/// the [`RequestDeadline`] (an instant of that clock), so the time left is read on the same clock.
-#[derive(Clone)]
-pub(super) struct ServerClock(Arc<dyn Clock>);
-
-impl ServerClock {
-    pub(super) fn new(clock: impl Clock + 'static) -> Self {
-        ServerClock(Arc::new(clock))
-    }
-}
-
-impl fmt::Debug for ServerClock {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("ServerClock").field(&self.0).finish()
-    }
-}
-
 /// The time left for the request whose extensions these are: its [`RequestDeadline`], read on
-/// the clock of the [`DeadlineLayer`](super::DeadlineLayer) that put it there (the system clock
-/// for a deadline inserted by other code). `None` without a deadline; zero once it has passed.
+/// the clock that made it (the [`DeadlineLayer`](super::DeadlineLayer)'s, for a deadline the
+/// layer put there). `None` without a deadline; zero once it has passed.
 ///
 /// ```
 /// use seawall_tower::server::{DeadlineLayer, time_left};
@@ -48,12 +30,7 @@ impl fmt::Debug for ServerClock {
 /// # }
 /// ```
 pub fn time_left(extensions: &Extensions) -> Option<Duration> {
-    let deadline = extensions.get::<RequestDeadline>()?.0;
-    let now = match extensions.get::<ServerClock>() {
-        Some(c) => c.0.now(),
-        None => seawall::time::SystemClock.now(),
-    };
-    Some(deadline.remaining(now))
+    extensions.get::<RequestDeadline>().map(RequestDeadline::remaining)
 }
 
 /// Extracts the time the handler has left ([`time_left`]), for axum handlers behind a
@@ -127,7 +104,6 @@ impl<S: Send + Sync> axum::extract::OptionalFromRequestParts<S> for TimeLeft {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use seawall::deadline::Deadline;
     use seawall::time::ManualClock;
 
     #[test]
@@ -135,8 +111,7 @@ mod tests {
         let clock = ManualClock::new();
         let mut ext = Extensions::new();
         assert_eq!(time_left(&ext), None);
-        ext.insert(RequestDeadline(Deadline::after(clock.now(), Duration::from_millis(300))));
-        ext.insert(ServerClock::new(clock.clone()));
+        ext.insert(RequestDeadline::after(&clock, Duration::from_millis(300)));
         assert_eq!(time_left(&ext), Some(Duration::from_millis(300)));
         clock.advance(Duration::from_millis(120));
         assert_eq!(time_left(&ext), Some(Duration::from_millis(180)));

@@ -144,7 +144,9 @@ where
     if content_length(&parts.headers).is_some_and(|n| n > cfg.max_body as u64) {
         return refuse(&cfg, Event::BodyTooLarge, StatusCode::PAYLOAD_TOO_LARGE, p::TOO_LARGE);
     }
-    let deadline = parts.extensions.get::<RequestDeadline>().map(|d| d.0);
+    // As an instant of this layer's clock (the time left, if it was made on another).
+    let deadline =
+        parts.extensions.get::<RequestDeadline>().map(|d| d.for_clock(&clock, clock.now()));
     let expired = move || deadline.is_some_and(|d| d.is_expired(clock.now()));
     ResponseFuture::passthrough(async move {
         let read =

@@ -180,8 +180,8 @@ impl<C: Clock + Clone> ShedLayer<C> {
         self.with_metrics(metrics)
     }
 
-    /// Drive admission from another clock (tests). Deadlines in request extensions must come
-    /// from the same clock.
+    /// Drive admission from another clock (tests). A deadline in the request extensions made
+    /// on another clock is read as its time left ([`RequestDeadline::for_clock`](crate::wire::RequestDeadline::for_clock)).
     pub fn with_clock<C2: Clock + Clone>(self, clock: C2) -> ShedLayer<C2> {
         ShedLayer::from_parts(self.cfg, clock, self.metrics)
     }

@@ -234,12 +234,16 @@ where
     fn call(&mut self, req: Request<ReqB>) -> Self::Future {
         let class = class_of(req.headers());
         let grpc = response::is_grpc(req.headers());
-        let deadline = req.extensions().get::<wire::RequestDeadline>().map(|d| d.0.instant());
         if self.shared.cut() {
             self.shared.metrics.reject(RejectReason::AdmissionCut);
             return ResponseFuture::rejected(self.shared.reject(Reason::AdmissionCut, grpc));
         }
         let now = self.shared.clock.now();
+        // As an instant of this layer's clock (the time left, if it was made on another).
+        let deadline = req
+            .extensions()
+            .get::<wire::RequestDeadline>()
+            .map(|d| d.for_clock(&self.shared.clock, now).instant());
         let mut rx = None;
         let offer = {
             let mut adm = self.shared.lock();
