@@ -243,13 +243,19 @@ impl Figure {
 
     /// The smallest denominator of a gap, so that two figures near zero (a collapsed
     /// baseline's 1.6 vs 1.9 rps of 400 offered, 0.4 % vs 0 % goodput) are not called far
-    /// apart: one attempt per request for the amplification, 5 % for a fraction and 5 % of the
-    /// offered rate for goodput per second.
+    /// apart: one attempt per request for the amplification, 10 % for a fraction and 5 % of
+    /// the offered rate for goodput per second.
+    ///
+    /// A fraction's floor of 10 % lets two figures near zero differ by 1.5 points: a few
+    /// requests at the edges of a short fault window (a scaled-down lab's 5 s at 40 rps is 200
+    /// requests, so 2 requests are a point) are counting, not a model error. With 5 % the
+    /// baseline's goodput during the fault, 1 % in the simulator, read "!20 %" whenever the lab
+    /// counted 2 % (one run of four on this machine).
     fn floor(self, offered_rps: f64) -> f64 {
         match self {
             Figure::PeakAmplification => 1.0,
             Figure::GoodputRps => 0.05 * offered_rps,
-            Figure::GoodputDuring | Figure::GoodputAfter | Figure::WastedWork => 0.05,
+            Figure::GoodputDuring | Figure::GoodputAfter | Figure::WastedWork => 0.1,
         }
     }
 }
@@ -401,12 +407,12 @@ mod tests {
         let mut sim = predict(&p).unwrap();
         sim.runs[1].wasted_work = 0.01;
         let mut lab = sim.clone();
-        // 20 % more goodput per second in the lab's seawall run; 0.01 → 0.03 wasted (under the
-        // 5 % floor: a 40 % gap, not 200 %).
+        // 20 % more goodput per second in the lab's seawall run; 0.01 → 0.04 wasted (under the
+        // 10 % floor: a 30 % gap, not 300 %).
         for x in &mut lab.runs[1].series.goodput_rps {
             *x *= 1.0 / 1.2;
         }
-        lab.runs[1].wasted_work = 0.03;
+        lab.runs[1].wasted_work = 0.04;
         let g = gaps(&lab, &sim);
         let find = |policy: &str, f: Figure| {
             g.iter().find(|x| x.policy == policy && x.figure == f).unwrap().clone()
@@ -415,7 +421,7 @@ mod tests {
         let rps = find("seawall", Figure::GoodputRps);
         assert!((rps.gap - 0.2).abs() < 1e-9 && rps.too_far(), "{rps:?}");
         let wasted = find("seawall", Figure::WastedWork);
-        assert!((wasted.gap - 0.4).abs() < 1e-9, "{wasted:?}");
+        assert!((wasted.gap - 0.3).abs() < 1e-9 && wasted.too_far(), "{wasted:?}");
         let table = gap_table(&lab, &sim);
         assert!(table.contains("!20 %"), "{table}");
         assert_eq!(table.matches('!').count(), 3, "{table}"); // two gaps and the legend
