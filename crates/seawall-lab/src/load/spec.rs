@@ -25,6 +25,19 @@ pub const MAX_BODY: usize = 16 << 20;
 pub const MAX_IN_FLIGHT: usize = 10_000;
 /// Longest deadline accepted.
 pub const MAX_DEADLINE: Duration = Duration::from_secs(60);
+/// Most generator threads.
+pub const MAX_THREADS: usize = 8;
+
+/// The generator's threads by default: half the cores (at least one, at most [`MAX_THREADS`]).
+///
+/// The target is on loopback, so it runs on the same cores as the generator. On this 2-core
+/// machine a second generator thread took CPU from the server (one nginx worker) instead of
+/// adding rate: `load_vs_wrk` sustained 1.41–1.49× wrk's rate with one thread against
+/// 1.03–1.11× with two, run after run (`BENCHMARKS.md`, "`seawall load` vs wrk").
+pub fn default_threads() -> NonZeroUsize {
+    let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+    NonZeroUsize::new((cores / 2).clamp(1, MAX_THREADS)).unwrap_or(NonZeroUsize::MIN)
+}
 
 fn err(kind: LoadErrorKind, m: impl Into<String>) -> LoadError {
     LoadError::new(kind, m.into())
@@ -178,6 +191,10 @@ pub struct LoadSpec {
     pub deadline: Duration,
     /// The generator's bounds.
     pub bounds: Bounds,
+    /// Threads [`run_blocking`](super::run_blocking) drives the schedule on, each with its own
+    /// runtime, connections and share of the arrivals; [`default_threads`] unless set (at most
+    /// [`MAX_THREADS`] and `max_in_flight` are used).
+    pub threads: NonZeroUsize,
 }
 
 impl LoadSpec {
@@ -236,6 +253,7 @@ impl LoadSpec {
             schedule,
             deadline,
             bounds: Bounds { max_in_flight, max_lateness },
+            threads: default_threads(),
         })
     }
 }
