@@ -13,8 +13,9 @@
 //! The change that turns each red (each checked):
 //! - awaiting each request before the next (closed loop: one worker) → `a_slow_server_…` (the
 //!   server never sees more than one request at a time, one connection);
-//! - not giving up at the deadline (no `timeout_at` round the call) → `the_client_gives_up_…`
-//!   (the run lasts the server's 30 s hang, the test's bound fails);
+//! - not giving up at the deadline (the call awaited without the pacer's word) →
+//!   `the_client_gives_up_…` (every request waits out the server's 30 s hang: none counted at
+//!   its deadline, and the run outlasts the test's 15 s);
 //! - no in-flight bound (a worker per arrival) → `max_in_flight_…` (all 50 sent, 50 in flight);
 //! - 5xx counted as good → `errors_are_counted_…`;
 //! - ignoring the ramp (arrivals at the start rate) → `the_ramp_…`.
