@@ -43,7 +43,7 @@ pub(crate) struct Args {
     /// at a time). A request due while this many are outstanding waits for the first to end
     /// (wrk2's correction: its latency still runs from its scheduled time); it is dropped and
     /// counted only if it waits longer than --max-lateness-ms. Split evenly between the
-    /// generator's threads (one per core).
+    /// generator's threads (one per two cores: the target shares the machine).
     #[arg(long, default_value_t = 512)]
     max_in_flight: usize,
     /// A request not sent within this of its scheduled time — waiting for a free slot, or the

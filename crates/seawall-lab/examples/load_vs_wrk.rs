@@ -5,21 +5,26 @@
 //! figure of its own; its equivalent is the highest rate it *sustains*: at least 99 % of the
 //! scheduled requests sent (not dropped late or at max in flight) and answered 2xx within the
 //! deadline.
-//! This example measures wrk's req/s (before and after), then runs `seawall load` (the library the CLI calls) at
-//! rising rates from a fraction of it (half by default) until a step is not sustained, and prints both and the ratio.
+//! This example measures wrk's req/s with one thread and with two (before and after), then runs
+//! `seawall load` (the library the CLI calls) at rising rates from a fraction of wrk's best (half
+//! by default) until a step is not sustained, and prints them and the ratio against wrk's best:
+//! wrk's `-t1` or `-t2`, whichever managed more (the mean of its before and after), so the
+//! generator's thread layout is not compared against a handicapped wrk.
 //!
 //! ```text
-//! cargo run --release -p seawall-lab --example load_vs_wrk -- [SECONDS_PER_STEP] [START_FRACTION] [CONNECTIONS]...
+//! cargo run --release -p seawall-lab --example load_vs_wrk -- [--threads N] [SECONDS_PER_STEP] [START_FRACTION] [CONNECTIONS]...
 //! ```
+//! `--threads` sets the generator's threads (default: `seawall_lab::load::default_threads()`).
 //! Needs `nginx` and `wrk` on PATH (Debian packages of those names). nginx runs as one process
 //! (`master_process off`, one worker) on a free port with a generated config, and is killed on
 //! exit, also on a panic.
 
 use std::net::TcpStream;
+use std::num::NonZeroUsize;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use seawall_lab::load::{LoadResults, LoadSpec, Schedule, Target, run_blocking};
+use seawall_lab::load::{LoadResults, LoadSpec, Schedule, Target, default_threads, run_blocking};
 
 struct Nginx {
     child: Child,
@@ -72,8 +77,8 @@ fn nginx(port: u16) -> Nginx {
     n
 }
 
-fn wrk(url: &str, secs: u64, conns: usize) -> f64 {
-    let args = ["-t2", &format!("-c{conns}"), &format!("-d{secs}s"), url];
+fn wrk(url: &str, threads: usize, secs: u64, conns: usize) -> f64 {
+    let args = [&format!("-t{threads}"), &format!("-c{conns}"), &format!("-d{secs}s"), url];
     eprintln!("$ wrk {}", args.join(" "));
     let out = Command::new("wrk").args(args).output().expect("wrk on PATH (apt-get install wrk)");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -83,8 +88,8 @@ fn wrk(url: &str, secs: u64, conns: usize) -> f64 {
     line["Requests/sec:".len()..].trim().parse().expect("a number")
 }
 
-fn seawall(url: &str, rate: f64, secs: u64, conns: usize) -> LoadResults {
-    let spec = LoadSpec::new(
+fn seawall(url: &str, rate: f64, secs: u64, conns: usize, threads: NonZeroUsize) -> LoadResults {
+    let mut spec = LoadSpec::new(
         Target::parse(url).unwrap(),
         "GET",
         vec![],
@@ -95,23 +100,24 @@ fn seawall(url: &str, rate: f64, secs: u64, conns: usize) -> LoadResults {
         Duration::from_millis(100),
     )
     .unwrap();
+    spec.threads = threads;
     run_blocking(&spec, url, |_| {}).unwrap()
 }
 
 /// The highest rate `seawall load` sustains with `conns` in flight, from `from` rps upwards by
 /// 15 % a step (at most 24 steps: up to 28× the start).
-fn search(url: &str, from: f64, secs: u64, conns: usize) -> f64 {
+fn search(url: &str, from: f64, secs: u64, conns: usize, threads: NonZeroUsize) -> f64 {
     let mut rate = (from / 100.0).round().max(1.0) * 100.0;
     let mut best = 0.0;
     for _ in 0..24 {
-        let r = seawall(url, rate, secs, conns);
+        let r = seawall(url, rate, secs, conns, threads);
         let (t, l) = (&r.load.totals, &r.load);
         // Sustained: at least 99 % of the scheduled requests sent and answered 2xx in time. (A
         // stricter "none dropped" measures the machine's scheduling stalls, not throughput: on a
         // shared machine a thread off the CPU for 50 ms at 10,000 rps owes 500 requests at once.)
         let ok = t.good as f64 >= 0.99 * t.offered as f64;
         eprintln!(
-            "seawall load --rate {rate} --duration {secs} --max-in-flight {conns}: offered {} sent {} dropped {} (late {}, full {}) good {} p50 {:.2} ms p99 {:.2} ms max {:.2} ms lag {:.1} ms, {} connections → {}",
+            "seawall load --rate {rate} --duration {secs} --max-in-flight {conns} ({threads} threads): offered {} sent {} dropped {} (late {}, full {}) good {} p50 {:.2} ms p99 {:.2} ms max {:.2} ms lag {:.1} ms, {} connections → {}",
             t.offered,
             t.sent,
             t.dropped(),
@@ -135,7 +141,14 @@ fn search(url: &str, from: f64, secs: u64, conns: usize) -> f64 {
 }
 
 fn main() {
-    let mut a = std::env::args().skip(1);
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut threads = default_threads();
+    if let Some(i) = args.iter().position(|a| a == "--threads") {
+        let n = args.get(i + 1).and_then(|n| n.parse().ok()).expect("--threads N, N ≥ 1");
+        threads = n;
+        args.drain(i..i + 2);
+    }
+    let mut a = args.into_iter();
     let secs: u64 = a.next().map_or(3, |s| s.parse().expect("SECONDS_PER_STEP"));
     let start: f64 = a.next().map_or(0.5, |s| s.parse().expect("START_FRACTION"));
     let conns: Vec<usize> = a.map(|s| s.parse().expect("CONNECTIONS")).collect();
@@ -145,15 +158,24 @@ fn main() {
     let url = format!("http://127.0.0.1:{port}/");
     let mut lines = Vec::new();
     for c in conns {
-        // wrk before and after the search: the machine's load moves both figures, so the
-        // ratio is against their mean, and both are printed.
-        let before = wrk(&url, secs, c);
-        let best = search(&url, before * start, secs, c);
-        let after = wrk(&url, secs, c);
-        let wrk_rps = (before + after) / 2.0;
+        // wrk before and after the search, with one thread and with two: the machine's load
+        // moves every figure, so each is the mean of its two runs, and the ratio is against
+        // the better of the two layouts.
+        let before = [wrk(&url, 1, secs, c), wrk(&url, 2, secs, c)];
+        let best_before = before[0].max(before[1]);
+        let best = search(&url, best_before * start, secs, c, threads);
+        let after = [wrk(&url, 1, secs, c), wrk(&url, 2, secs, c)];
+        let mean = [(before[0] + after[0]) / 2.0, (before[1] + after[1]) / 2.0];
+        let wrk_rps = mean[0].max(mean[1]);
         lines.push(format!(
-            "{c} connections: wrk -t2 {before:.0} then {after:.0} req/s; seawall load highest sustained {best:.0} rps; ratio {:.2}",
-            best / wrk_rps
+            "{c} connections: wrk -t1 {:.0} then {:.0}, -t2 {:.0} then {:.0} req/s; seawall load ({threads} threads) highest sustained {best:.0} rps; ratio {:.2} against wrk's best (-t{}), {:.2} against -t2",
+            before[0],
+            after[0],
+            before[1],
+            after[1],
+            best / wrk_rps,
+            if mean[0] >= mean[1] { 1 } else { 2 },
+            best / mean[1],
         ));
     }
     for l in lines {

@@ -60,7 +60,9 @@ pub use error::{LoadError, LoadErrorKind};
 pub use http::HttpTransport;
 pub use report::{Counts, Latency, LoadReport, LoadResults, SecondReport};
 pub use schedule::{Schedule, Stage};
-pub use spec::{LoadSpec, Target, parse_duration, parse_header, parse_stage};
+pub use spec::{
+    LoadSpec, MAX_THREADS, Target, default_threads, parse_duration, parse_header, parse_stage,
+};
 pub use stats::{Outcome, Recorder};
 
 /// Runs `spec` on the current tokio runtime; `url` is the target as the user wrote it (for the
@@ -73,10 +75,10 @@ pub async fn run(spec: &LoadSpec, url: &str, progress: impl FnMut(&Progress)) ->
     LoadResults::new(spec, url, &rec, transport.peak_connections())
 }
 
-/// Runs `spec` on threads of its own, one per core (at most 8, at most max in flight), each a
-/// single-threaded runtime with its own connections, driving every n-th arrival and an n-th of
-/// the in-flight bound ([`Shard`]); `progress` sees the sum once every thread has reported a
-/// second.
+/// Runs `spec` on `spec.threads` threads of its own (at most [`MAX_THREADS`], at most max in
+/// flight), each a single-threaded runtime with its own connections, driving every n-th
+/// arrival and an n-th of the in-flight bound ([`Shard`]); `progress` sees the sum once every
+/// thread has reported a second.
 pub fn run_blocking(
     spec: &LoadSpec,
     url: &str,
@@ -84,8 +86,7 @@ pub fn run_blocking(
 ) -> Result<LoadResults, LoadError> {
     let run_err = |m: String| LoadError::new(LoadErrorKind::Run, m);
     let max = spec.bounds.max_in_flight.get();
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let of = cores.clamp(1, 8).min(max);
+    let of = spec.threads.get().clamp(1, MAX_THREADS).min(max);
     let (tx, rx) = std::sync::mpsc::channel::<Progress>();
     let mut threads = Vec::with_capacity(of);
     for index in 0..of {
