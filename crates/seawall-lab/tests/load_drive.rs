@@ -8,13 +8,9 @@
 //! - dropping a due request when every slot is busy instead of letting it wait for one (the
 //!   old dispatcher) → `a_burst_owed_…` and `at_max_in_…`;
 //! - not abandoning a request at its deadline → `the_deadline_…`;
-//! - every shard starting at arrival 0 (duplicates instead of a split) → `shards_send_…`;
-//! - a timer per request again (each worker sleeping on its own arrival, `timeout_at` round
-//!   each call) instead of the driver's one pacer → `one_timer_a_tick_…` (10,000 armed
-//!   through the [`Timer`], and 10,000 deadlines besides).
+//! - every shard starting at arrival 0 (duplicates instead of a split) → `shards_send_…`.
 
 use std::num::NonZeroUsize;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -63,21 +59,6 @@ impl Timer for Stall {
     fn sleep_until(&self, at: Instant) -> impl Future<Output = ()> + Send {
         let t = at - self.start;
         let at = if t >= self.from && t < self.until { self.start + self.until } else { at };
-        tokio::time::sleep_until(at)
-    }
-}
-
-/// tokio's clock, counting the timers armed through it.
-#[derive(Clone)]
-struct Counting(Arc<AtomicUsize>);
-
-impl Timer for Counting {
-    fn now(&self) -> Instant {
-        Instant::now()
-    }
-
-    fn sleep_until(&self, at: Instant) -> impl Future<Output = ()> + Send {
-        self.0.fetch_add(1, Ordering::Relaxed);
         tokio::time::sleep_until(at)
     }
 }
@@ -201,21 +182,6 @@ async fn a_burst_owed_after_a_stall_waits_for_a_slot_instead_of_being_dropped() 
     let sent: Vec<u64> =
         calls[100..107].iter().map(|c| (c.0 - start).as_micros() as u64 / 1000).collect();
     assert_eq!(sent, vec![1050, 1050, 1054, 1054, 1058, 1058, 1062]);
-}
-
-#[tokio::test(start_paused = true)]
-async fn one_timer_a_tick_not_one_a_request() {
-    // 10,000 rps for 1 s, answers in 1 ms, 100 slots: 10 arrivals due in each millisecond of
-    // tokio's timer. The driver's pacer arms one timer per tick for the arrivals and the
-    // deadlines together (about 1,000, and the progress loop's one a second), not one for each
-    // request's instant (10,000: checked against the code before it) and one for its deadline. Each tokio timer armed earlier than
-    // its driver's planned wake-up costs an `eventfd` write (`BENCHMARKS.md`).
-    let fake = Fake::new(MS);
-    let armed = Counting(Arc::new(AtomicUsize::new(0)));
-    let rec = run(10_000.0, 1, bounds(100, 50), 1000 * MS, fake, armed.clone()).await;
-    assert_eq!((rec.seconds[0].sent, rec.seconds[0].good), (10_000, 10_000));
-    let n = armed.0.load(Ordering::Relaxed);
-    assert!((900..=1_100).contains(&n), "{n} timers armed for 10,000 requests");
 }
 
 #[tokio::test(start_paused = true)]

@@ -13,7 +13,7 @@
 //! The change that turns each red (each checked):
 //! - awaiting each request before the next (closed loop: one worker) → `a_slow_server_…` (the
 //!   server never sees more than one request at a time, one connection);
-//! - not giving up at the deadline (the call awaited without the pacer's word) →
+//! - not giving up at the deadline (the call awaited without its `timeout_at`) →
 //!   `the_client_gives_up_…` (every request waits out the server's 30 s hang: none counted at
 //!   its deadline, and the run outlasts the test's 15 s);
 //! - no in-flight bound (a worker per arrival) → `max_in_flight_…` (all 50 sent, 50 in flight);

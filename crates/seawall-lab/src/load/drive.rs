@@ -31,30 +31,15 @@
 //! - **in flight**: at most `max_in_flight` requests are outstanding (one per worker), so
 //!   memory and sockets stay bounded however slow the target gets.
 //!
-//! # One timer per driver
-//!
-//! A worker whose next arrival is not yet due does not arm a timer of its own: it queues the
-//! instant with a pacer, one task per driver that sleeps until the earliest queued instant and
-//! then wakes every worker whose arrival is due by then, in one pass. So a tick of the clock
-//! sends all the requests due in it together (as tokio's 1 ms timer wheel would anyway), and
-//! the timer is armed once a tick instead of once a request. That matters more than the wheel
-//! operations it saves: tokio wakes its own driver through an `eventfd` `write` whenever a
-//! timer is armed earlier than the driver's planned wake-up, which, when every worker has just
-//! been in flight, is every timer a worker arms — 0.03–0.3 such writes per request at 100,000
-//! rps, and an `epoll_wait` that returns at once for each (`BENCHMARKS.md`, the syscall table).
-//! Queued instants arrive in the order the arrivals are claimed, so the queue is sorted by
-//! construction.
-//!
 //! Time comes from a [`Timer`], so the schedule logic runs on tokio's paused clock in tests.
 
-use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
@@ -197,20 +182,6 @@ pub async fn drive<T: Transport, K: Timer>(
     drive_shard(schedule, Shard::WHOLE, bounds, deadline, transport, timer, progress).await
 }
 
-/// What the pacer wakes workers for.
-#[derive(Default)]
-struct Plan {
-    /// Workers waiting for their arrival's instant, in that (nondecreasing) order: pushed
-    /// inside `arrivals`' lock, so in claim order.
-    waiting: VecDeque<(Instant, Arc<Notify>)>,
-    /// Requests in flight by deadline (and a number to tell equal deadlines apart): whom to
-    /// tell to give up when it passes. A request that ends first takes its entry out.
-    deadlines: BTreeMap<(Instant, u64), Arc<Notify>>,
-    next_id: u64,
-    /// What the pacer sleeps until now.
-    planned: Option<Instant>,
-}
-
 /// What one driver's workers share.
 struct Shared<T, K> {
     start: Instant,
@@ -220,11 +191,8 @@ struct Shared<T, K> {
     timer: K,
     /// The arrivals no worker has taken up yet.
     arrivals: Mutex<std::iter::StepBy<std::iter::Skip<Arrivals>>>,
-    /// Locked inside `arrivals` (never the other way round), as is `plan`.
+    /// Locked inside `arrivals` (never the other way round).
     rec: Mutex<Recorder>,
-    plan: Mutex<Plan>,
-    /// Tells the pacer its plan changed: an earlier instant to wake at, or nothing left to do.
-    pacer: Notify,
     in_flight: AtomicUsize,
     /// The second of the last arrival taken up (`usize::MAX` once there are none left): tells
     /// the progress loop that every earlier second is fully offered.
@@ -232,120 +200,29 @@ struct Shared<T, K> {
 }
 
 impl<T: Transport, K: Timer> Shared<T, K> {
-    fn plan(&self) -> std::sync::MutexGuard<'_, Plan> {
-        self.plan.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn exhausted(&self) -> bool {
-        *self.claimed.borrow() == usize::MAX
-    }
-
-    /// Takes up the next arrival and counts it as offered; if it is not due at `now`, queues
-    /// `wake` with the pacer for its instant.
-    fn claim(&self, now: Instant, wake: &Arc<Notify>) -> Option<Duration> {
+    /// Takes up the next arrival and counts it as offered.
+    fn claim(&self) -> Option<Duration> {
         let mut arrivals = self.arrivals.lock().unwrap_or_else(PoisonError::into_inner);
         let next = arrivals.next();
         let sec = next.map_or(usize::MAX, |t| t.as_secs() as usize);
         if let Some(t) = next {
-            lock(&self.rec).offered(sec);
-            let at = self.start + t;
-            if at > now {
-                let mut plan = self.plan();
-                plan.waiting.push_back((at, wake.clone()));
-                if plan.planned.is_none_or(|p| at < p) {
-                    self.pacer.notify_one();
-                }
-            }
+            lock(&self.rec).offered(t.as_secs() as usize);
         }
         self.claimed.send_if_modified(|c| std::mem::replace(c, sec) != sec);
-        if next.is_none() {
-            self.pacer.notify_one();
-        }
         next
-    }
-
-    /// Asks the pacer to tell `abandon` when `due` passes; the key takes the request out.
-    fn arm(&self, due: Instant, abandon: &Arc<Notify>) -> (Instant, u64) {
-        let mut plan = self.plan();
-        let key = (due, plan.next_id);
-        plan.next_id += 1;
-        plan.deadlines.insert(key, abandon.clone());
-        if plan.planned.is_none_or(|p| due < p) {
-            self.pacer.notify_one();
-        }
-        key
-    }
-
-    /// The request of `key` has ended.
-    fn disarm(&self, key: (Instant, u64)) {
-        let mut plan = self.plan();
-        plan.deadlines.remove(&key);
-        // The last request out lets the pacer end.
-        if plan.deadlines.is_empty() && plan.waiting.is_empty() && self.exhausted() {
-            self.pacer.notify_one();
-        }
-    }
-
-    /// The driver's one timer: sleeps until the earliest instant a worker waits for (its
-    /// arrival, or its request's deadline), then tells every worker whose instant has passed
-    /// by the time it woke. Ends once the arrivals have run out and nobody waits.
-    async fn pacer(self: Arc<Self>) {
-        loop {
-            let mut told = std::pin::pin!(self.pacer.notified());
-            told.as_mut().enable();
-            let next = {
-                let mut plan = self.plan();
-                let arrival = plan.waiting.front().map(|w| w.0);
-                let deadline = plan.deadlines.first_key_value().map(|(k, _)| k.0);
-                plan.planned = match (arrival, deadline) {
-                    (Some(a), Some(d)) => Some(a.min(d)),
-                    (a, d) => a.or(d),
-                };
-                plan.planned
-            };
-            match next {
-                Some(t) => {
-                    // Told of a change: plan again. Only the timer wakes workers, so a late
-                    // timer (the machine's stall) is charged to the requests, as it would be.
-                    let fired = tokio::select! {
-                        biased;
-                        () = told.as_mut() => false,
-                        () = self.timer.sleep_until(t) => true,
-                    };
-                    if !fired {
-                        continue;
-                    }
-                    let now = self.timer.now();
-                    let mut plan = self.plan();
-                    while plan.waiting.front().is_some_and(|w| w.0 <= now) {
-                        if let Some((_, wake)) = plan.waiting.pop_front() {
-                            wake.notify_one();
-                        }
-                    }
-                    while let Some(e) = plan.deadlines.first_entry().filter(|e| e.key().0 <= now) {
-                        e.remove().notify_one();
-                    }
-                }
-                None if self.exhausted() => return,
-                None => told.await,
-            }
-        }
     }
 
     /// One connection slot: takes up due requests one after another until none are left.
     async fn worker(self: Arc<Self>) {
         let mut slot = T::Slot::default();
-        let wake = Arc::new(Notify::new());
-        loop {
-            let mut now = self.timer.now();
-            let Some(offset) = self.claim(now, &wake) else { break };
+        while let Some(offset) = self.claim() {
             let at = self.start + offset;
             let sec = offset.as_secs() as usize;
+            let mut now = self.timer.now();
             // Due before this worker was free to take it: it waited for a slot.
             let waited = now > at;
             if now < at {
-                // Queued with the pacer by `claim`, which wakes it once `at` has passed.
-                wake.notified().await;
+                self.timer.sleep_until(at).await;
                 now = self.timer.now();
             }
             let lag = now.saturating_duration_since(at);
@@ -357,16 +234,11 @@ impl<T: Transport, K: Timer> Shared<T, K> {
                     lock(&self.rec).sent(sec, lag, flying);
                     let due = at + self.deadline;
                     let remaining = due.saturating_duration_since(now);
-                    // Given up at the deadline by the pacer's word, not a timer of its own.
-                    let abandon = Arc::new(Notify::new());
-                    let key = self.arm(due, &abandon);
                     let call = self.transport.call(&mut slot, remaining);
-                    let outcome = tokio::select! {
-                        biased;
-                        o = call => o,
-                        () = abandon.notified() => Outcome::Deadline,
+                    let outcome = match tokio::time::timeout_at(due, call).await {
+                        Ok(o) => o,
+                        Err(_) => Outcome::Deadline,
                     };
-                    self.disarm(key);
                     let latency = self.timer.now().saturating_duration_since(at);
                     self.in_flight.fetch_sub(1, Ordering::AcqRel);
                     lock(&self.rec).done(sec, outcome, latency);
@@ -394,15 +266,12 @@ pub async fn drive_shard<T: Transport, K: Timer>(
         transport,
         timer: timer.clone(),
         arrivals: Mutex::new(schedule.arrivals().skip(shard.index).step_by(shard.of.max(1))),
-        plan: Mutex::new(Plan::default()),
-        pacer: Notify::new(),
         rec: Mutex::new(Recorder::new(schedule.seconds())),
         in_flight: AtomicUsize::new(0),
         claimed: watch::Sender::new(0),
     });
     let mut claimed = shared.claimed.subscribe();
     let mut workers = JoinSet::new();
-    workers.spawn(shared.clone().pacer());
     for _ in 0..bounds.max_in_flight.get() {
         workers.spawn(shared.clone().worker());
     }
