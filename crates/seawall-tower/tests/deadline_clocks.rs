@@ -165,14 +165,17 @@ async fn the_same_clock_or_a_clone_reads_the_instant_itself() {
 }
 
 /// `SystemClock` and `CoarseClock` are one epoch: a coarse client under a system server (and
-/// the other way round) reads the instant itself, within the coarse clock's tick.
+/// the other way round) reads the instant itself, within the coarse clock's lag: up to two
+/// ticks (as `seawall::time`'s own coarse-clock test allows: the kernel's tick lands late at
+/// times) plus the header's rounding up to a whole millisecond. One tick alone read 255 ms at a
+/// 4 ms tick once in CI.
 #[tokio::test]
 async fn system_and_coarse_clocks_share_the_deadline() {
     let tick = u64::try_from(CoarseClock::resolution().as_millis()).unwrap();
     for hand in [Hand::Scope, Hand::Copied] {
         let (seen, _) = hop(SystemClock, CoarseClock, hand, || ()).await;
         let left: u64 = seen[0].as_deref().unwrap().parse().unwrap();
-        assert!(left <= 250 + tick && left > 150, "{hand:?}: {left} ms");
+        assert!(left <= 250 + 2 * tick + 1 && left > 150, "{hand:?}: {left} ms");
         let (seen, _) = hop(CoarseClock, SystemClock, hand, || ()).await;
         let left: u64 = seen[0].as_deref().unwrap().parse().unwrap();
         assert!(left <= 250 && left > 150, "{hand:?}: {left} ms");
