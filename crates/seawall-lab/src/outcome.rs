@@ -30,11 +30,11 @@ impl LabOutcome {
     /// The lab's figures as a plain-text table, one row per configuration.
     pub fn figures_table(&self) -> String {
         let mut s = String::from(
-            "config     attempts/edge-req(fault)  goodput/s  offered/s  budget-refusals  shed  lag(s)  cpu mean  client attempts edge/gateway/order  pg copies/oldest(s)\n",
+            "config     attempts/edge-req(fault)  goodput/s  offered/s  budget-refusals  shed  lag(s)  cpu mean  timers late  client attempts edge/gateway/order  pg copies/oldest(s)\n",
         );
         for (run, f) in self.results.runs.iter().zip(&self.figures) {
             s.push_str(&format!(
-                "{:<10} {:>24}  {:>9.1}  {:>9.1}  {:>15}  {:>4}  {:>6.3}  {:>8}  {:>35}  {}\n",
+                "{:<10} {:>24}  {:>9.1}  {:>9.1}  {:>15}  {:>4}  {:>6.3}  {:>8}  {:>11}  {:>35}  {}\n",
                 run.policy,
                 // "≥": the machine capped the storm (see the description's words).
                 format!(
@@ -48,6 +48,7 @@ impl LabOutcome {
                 f.shed,
                 f.max_lag_s,
                 f.saturation.cpu_mean.map_or("—".into(), |c| format!("{:.0} %", c * 100.0)),
+                f.saturation.timer_late_s.map_or("—".into(), |t| format!("{:.1} ms", t * 1000.0)),
                 format!(
                     "{}/{}/{}",
                     f.client_attempts[0], f.client_attempts[1], f.client_attempts[2]

@@ -121,6 +121,27 @@ fn wasted_work(good_busy: f64, busy: f64) -> f64 {
     if busy <= 0.0 { 0.0 } else { (1.0 - good_busy / busy).clamp(0.0, 1.0) }
 }
 
+/// The worst second's mean lateness of a timer at any node (see
+/// [`crate::node::stats::probe_timers`]), seconds; `None` when no node probed (a node of an
+/// older build). A second in which a node's probe woke only once counts like any other: a
+/// runtime stalled for most of a second wakes its probe once, very late.
+fn worst_timer_late(m: &Measured, n: usize) -> Option<f64> {
+    (0..Role::ALL.len())
+        .flat_map(|t| {
+            let late = deltas(m, t, |s| s.timer_late_us);
+            let probes = deltas(m, t, |s| s.timer_probes);
+            let per_second: Vec<f64> = late
+                .iter()
+                .zip(&probes)
+                .take(n)
+                .filter(|&(_, &p)| p >= 1.0)
+                .map(|(l, p)| l / p / 1e6)
+                .collect();
+            per_second
+        })
+        .reduce(f64::max)
+}
+
 /// One configuration's [`Run`] and [`LabFigures`].
 pub fn to_run(params: &LabParams, m: &Measured) -> (Run, LabFigures) {
     let n = m.load.offered.len().min(m.ticks.len().saturating_sub(1));
@@ -168,7 +189,8 @@ pub fn to_run(params: &LabParams, m: &Measured) -> (Run, LabFigures) {
         pg_peak: pg_peak(params, &m.pg),
         // The synthetic lab's generator sends a late backlog rather than dropping it: its lag
         // is the measure.
-        saturation: Saturation::new(m.load.max_lag, 0, offered as u64, &m.cpu),
+        saturation: Saturation::new(m.load.max_lag, 0, offered as u64, &m.cpu)
+            .with_timer_late(worst_timer_late(m, n)),
     };
     let run = Run {
         policy: m.stack.map_or("?", |s| s.as_str()).to_string(),

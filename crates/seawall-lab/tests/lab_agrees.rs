@@ -1,8 +1,7 @@
 //! Issues 15 and 17: the lab and the simulator, given the same parameters, agree within 15 % on
 //! peak amplification, goodput during and after the fault, mean goodput per second and wasted
-//! work, for the baseline and the seawall configurations at the default lab's shape, and for
-//! seawall at twice the dependency's capacity (the baseline there is not yet in agreement: see
-//! the test).
+//! work, for the baseline and the seawall configurations, at the default lab's shape and at
+//! twice the dependency's capacity.
 //!
 //! The labs are scaled down from the default (25 s at 160 rps on a 200 rps dependency, about a
 //! minute): too slow for a debug test on 2 cores. Nodes run in-process, as in `short_lab.rs`.
@@ -49,6 +48,11 @@ fn compared(figure: Figure, capped: Capped) -> Option<bool> {
         // shrinks the storm above it (fewer attempts arrive) but not how the dependency's time
         // divides between answers someone used and the rest.
         (Figure::WastedWork, Capped::Cpu) => Some(true),
+        // The worst second of a starved machine has no direction: its timers fire late and
+        // then together, so one second's attempts bunch into the next (603, 813, 1,028 where a
+        // steady 810 a second was due). The mean over the run is still a lower bound, and
+        // `assert_agrees` asserts that instead.
+        (Figure::PeakAmplification, Capped::Cpu) => None,
         // The storm a busy machine could carry, the goodput it could serve.
         (_, Capped::Cpu) => Some(false),
         // A late backlog sent at once is a burst the dependency sheds and the edge retries:
@@ -83,6 +87,12 @@ async fn assert_agrees(params: &LabParams) {
         } else {
             Capped::No
         };
+        if capped == Capped::Cpu {
+            // Attempts per edge request over the whole run: a busy CPU sends fewer, never more.
+            let (lab, sim) = (run.attempts_per_call, p.attempts_per_call);
+            eprintln!("{}: attempts per edge request, lab {lab:.2}, sim {sim:.2}", run.policy);
+            assert!(lab <= sim * (1.0 + TOLERANCE), "{}: {lab} attempts, sim {sim}", run.policy);
+        }
         if params.fault.is_some() && capped == Capped::No {
             assert_eq!(run.recovered, p.recovered, "{}: the verdicts differ", run.policy);
         }
@@ -124,25 +134,47 @@ async fn lab_and_simulator_agree_within_15_percent() {
     assert_agrees(&faulted).await;
 }
 
+/// Seawall at twice capacity: issue 15's `--rate 400` on the default 200 rps dependency, no fault,
+/// scaled as above: 100 rps on 50. The dependency's `ShedLayer` turns half of it away; what it
+/// admits is served at capacity.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn seawall_at_twice_capacity_agrees_within_15_percent() {
-    // Issue 15's `--rate 400` on the default 200 rps dependency, no fault, scaled as above:
-    // 100 rps on 50, seawall only. The dependency's `ShedLayer` turns half of it away; what
-    // it admits is served at capacity.
-    //
-    // The baseline at this load does not agree yet: the lab measures a peak amplification of
-    // 14.7–16.1× in every run (machine CPU 89–100 %) where the simulator predicts 27×; its
-    // goodput (1.0 rps) and wasted work (97 %) agree. The edge and the gateway send about 2.85
-    // attempts per call each, but the lab's order tier only 1.5–1.9 per gateway attempt, not
-    // 3: likely its retries are cut short when the tier above gives up on the attempt (per-try
-    // timeouts that fire, not a fault that fails fast), which the simulator would then not
-    // model. Until that is settled, the baseline is not asserted at 2×.
     let overloaded = LabParams {
         stacks: vec![Stack::Seawall],
         fault: None,
         duration: Duration::from_secs(8),
         rate: 100.0,
         capacity: 50.0,
+        workers: 2,
+        ..LabParams::default()
+    };
+    assert_agrees(&overloaded).await;
+}
+
+/// The baseline at twice capacity: the unbounded queue grows without end, every attempt at every
+/// tier times out at 250 ms, and each of the three tiers sends 3 attempts per call: 27 at the
+/// dependency per edge request, in the lab and in the simulator.
+///
+/// At seawall's 100 rps on 50 that is 2,700 attempts a second at the dependency and a new
+/// connection for each (a timed-out HTTP/1 request closes its connection), more than this debug,
+/// in-process lab can carry on 2 cores: it measured 14.7–16.1x there, its order tier sending 1.5–1.9
+/// attempts per gateway attempt, at 89–100 % CPU. That was the machine, not the model: the
+/// release build, nodes in their own processes, measures 27.1x against the simulator's 27.0x at
+/// that load (`seawall lab --config baseline --rate 100 --capacity 50 --workers 2 --duration 8
+/// --fault none`), and 27.1x / 27.1x at 30 on 15 and 20 on 10. So the debug test runs it at
+/// 30 rps on 15 (810 attempts a second), where the order tier sends its 2.8 per gateway attempt.
+///
+/// Breaks if the simulator's tiers retry less than the lab's (`attempts: Some(2)` in
+/// `seawall_lab::sim::scenario`'s baseline policy: 8x predicted; checked red), or if the lab's
+/// tiers stop retrying timeouts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn baseline_at_twice_capacity_agrees_within_15_percent() {
+    let overloaded = LabParams {
+        stacks: vec![Stack::Baseline],
+        fault: None,
+        duration: Duration::from_secs(8),
+        rate: 30.0,
+        capacity: 15.0,
         workers: 2,
         ..LabParams::default()
     };

@@ -50,9 +50,14 @@ async fn baseline_stays_down_seawall_recovers() {
         );
     }
     // Honest scale: the lab measured its own saturation, and says in words when a run's storm
-    // figures are lower bounds (the machine's CPU, the generator's lag).
+    // figures are lower bounds (the machine's CPU, the generator's lag, the nodes' timers).
     for (r, f) in out.results.runs.iter().zip(&out.figures) {
         assert!(f.saturation.offered > 0 && f.saturation.max_lag_s >= 0.0);
+        // Every node probes its timers (`node::stats::probe_timers`, polled beside its
+        // servers): without the probe this is `None` (checked red by polling a pending
+        // future in its place).
+        let late = f.saturation.timer_late_s.expect("the nodes' timers probed");
+        assert!((0.0..10.0).contains(&late), "{}: timers late {late} s", r.policy);
         if std::path::Path::new("/proc/stat").exists() {
             assert!(f.saturation.cpu_mean.is_some(), "{}: CPU not measured", r.policy);
         }

@@ -69,6 +69,11 @@ pub struct Dependency {
 }
 
 impl Dependency {
+    /// The node's counters.
+    pub(super) fn stats(&self) -> &Arc<NodeStats> {
+        &self.stats
+    }
+
     /// A healthy dependency for `spec`.
     pub fn new(spec: &NodeSpec) -> Self {
         let capacity = f64::from(spec.workers) / spec.service_time.as_secs_f64().max(1e-6);

@@ -158,10 +158,11 @@ pub async fn serve(
 ) -> Result<(), LabError> {
     let auth = admin::auth(spec.role.as_str(), spec.admin_token.as_deref())?;
     let mut follower = None;
-    let (app, admin_app) = match spec.role {
+    let (app, admin_app, stats) = match spec.role {
         Role::Dependency => {
             let dep = Arc::new(dependency::Dependency::new(&spec));
-            (dependency::router(dep.clone()), dependency::admin_router(&dep, &auth))
+            let stats = dep.stats().clone();
+            (dependency::router(dep.clone()), dependency::admin_router(&dep, &auth), stats)
         }
         _ => {
             let tier = tier::Tier::new(&spec).await?;
@@ -170,7 +171,8 @@ pub async fn serve(
                     LabError::node(spec.role.as_str(), format!("fleet switch {url}: {e}"))
                 })?);
             }
-            (tier::router(tier.clone()), tier::admin_router(&tier, &auth))
+            let stats = tier.stats().clone();
+            (tier::router(tier.clone()), tier::admin_router(&tier, &auth), stats)
         }
     };
     // Not a graceful shutdown: a lab node's in-flight work (hung requests, retry chains) is
@@ -179,6 +181,7 @@ pub async fn serve(
         r = axum::serve(listener, app).into_future() => r.map_err(LabError::from),
         r = axum::serve(admin_listener, admin_app).into_future() => r.map_err(LabError::from),
         () = shutdown => Ok(()),
+        () = stats::probe_timers(&stats) => Ok(()),
     };
     if let Some(f) = follower {
         f.abort();

@@ -47,6 +47,8 @@ pub struct NodeStats {
     busy_ns: AtomicU64,
     queued: Mutex<BTreeMap<u64, Instant>>,
     next_job: AtomicU64,
+    timer_late_us: AtomicU64,
+    timer_probes: AtomicU64,
 }
 
 /// A point-in-time copy of [`NodeStats`], plus what the node's retry policy counted.
@@ -83,6 +85,13 @@ pub struct StatsSnapshot {
     pub retries_sent: u64,
     /// Retries refused by the budget or local throttling.
     pub budget_refusals: u64,
+    /// How late this node's runtime woke [`probe_timers`]' sleeps, microseconds, summed over
+    /// the probes so far: over [`StatsSnapshot::timer_probes`], the mean lateness of a timer.
+    #[serde(default)]
+    pub timer_late_us: u64,
+    /// Probe sleeps that have woken so far.
+    #[serde(default)]
+    pub timer_probes: u64,
 }
 
 impl NodeStats {
@@ -145,8 +154,30 @@ impl NodeStats {
             at_s: clock_s(),
             queue_age_s,
             queue_len,
+            timer_late_us: self.timer_late_us.load(Ordering::Relaxed),
+            timer_probes: self.timer_probes.load(Ordering::Relaxed),
             ..StatsSnapshot::default()
         }
+    }
+}
+
+/// How often [`probe_timers`] sleeps.
+pub const PROBE_PERIOD: Duration = Duration::from_millis(10);
+
+/// Measures, for as long as it is polled, how late this node's runtime wakes a timer: sleeps of
+/// [`PROBE_PERIOD`], each one's lateness added to `stats`. Every per-try timeout and backoff of
+/// the node runs on the same timer, so this is by how much its retries came late. A healthy
+/// runtime wakes about a millisecond late (tokio's timer has a 1 ms tick); a starved one —
+/// more runnable work than cores — tens of milliseconds, and then the storm it measures is the
+/// machine's, not the stack's ([`crate::saturation`]).
+pub async fn probe_timers(stats: &NodeStats) {
+    loop {
+        let asked = Instant::now();
+        tokio::time::sleep(PROBE_PERIOD).await;
+        let late = asked.elapsed().saturating_sub(PROBE_PERIOD);
+        let us = u64::try_from(late.as_micros()).unwrap_or(u64::MAX);
+        stats.timer_late_us.fetch_add(us, Ordering::Relaxed);
+        stats.timer_probes.fetch_add(1, Ordering::Relaxed);
     }
 }
 

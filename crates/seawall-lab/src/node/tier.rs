@@ -51,6 +51,11 @@ pub struct Tier {
 }
 
 impl Tier {
+    /// The node's counters.
+    pub(super) fn stats(&self) -> &Arc<NodeStats> {
+        &self.stats
+    }
+
     /// A tier for `spec`.
     pub async fn new(spec: &NodeSpec) -> Result<Arc<Self>, LabError> {
         let (down, backend) = match (&spec.backend, spec.role) {
