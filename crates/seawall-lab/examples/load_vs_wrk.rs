@@ -7,7 +7,8 @@
 //! deadline.
 //! This example measures wrk's req/s with one thread and with two (before and after), then runs
 //! `seawall load` (the library the CLI calls) at rising rates from a fraction of wrk's best (half
-//! by default) until a step is not sustained, and prints them and the ratio against wrk's best:
+//! by default) until a step is not sustained, narrows that last step down by halving it three
+//! times, and prints them and the ratio against wrk's best:
 //! wrk's `-t1` or `-t2`, whichever managed more (the mean of its before and after), so the
 //! generator's thread layout is not compared against a handicapped wrk.
 //!
@@ -104,38 +105,59 @@ fn seawall(url: &str, rate: f64, secs: u64, conns: usize, threads: NonZeroUsize)
     run_blocking(&spec, url, |_| {}).unwrap()
 }
 
-/// The highest rate `seawall load` sustains with `conns` in flight, from `from` rps upwards by
-/// 15 % a step (at most 24 steps: up to 28× the start).
+/// Whether `seawall load` sustains `rate` with `conns` in flight (printing the step).
+fn sustains(url: &str, rate: f64, secs: u64, conns: usize, threads: NonZeroUsize) -> bool {
+    let r = seawall(url, rate, secs, conns, threads);
+    let (t, l) = (&r.load.totals, &r.load);
+    // Sustained: at least 99 % of the scheduled requests sent and answered 2xx in time. (A
+    // stricter "none dropped" measures the machine's scheduling stalls, not throughput: on a
+    // shared machine a thread off the CPU for 50 ms at 10,000 rps owes 500 requests at once.)
+    let ok = t.good as f64 >= 0.99 * t.offered as f64;
+    eprintln!(
+        "seawall load --rate {rate} --duration {secs} --max-in-flight {conns} ({threads} threads): offered {} sent {} dropped {} (late {}, full {}) good {} p50 {:.2} ms p99 {:.2} ms max {:.2} ms lag {:.1} ms, {} connections → {}",
+        t.offered,
+        t.sent,
+        t.dropped(),
+        t.dropped_late,
+        t.dropped_full,
+        t.good,
+        l.latency_ms.p50.unwrap_or(0.0),
+        l.latency_ms.p99.unwrap_or(0.0),
+        l.latency_ms.max.unwrap_or(0.0),
+        l.max_lag_ms,
+        l.peak_connections,
+        if ok { "sustained" } else { "NOT sustained" }
+    );
+    ok
+}
+
+/// The highest rate `seawall load` sustains with `conns` in flight: from `from` rps upwards by
+/// 15 % a step (at most 24 steps: up to 28× the start), then three halvings of the interval
+/// between the last rate sustained and the first not (to within 2 % of it, where the steps
+/// alone left up to 15 % unmeasured).
 fn search(url: &str, from: f64, secs: u64, conns: usize, threads: NonZeroUsize) -> f64 {
     let mut rate = (from / 100.0).round().max(1.0) * 100.0;
     let mut best = 0.0;
+    let mut failed = None;
     for _ in 0..24 {
-        let r = seawall(url, rate, secs, conns, threads);
-        let (t, l) = (&r.load.totals, &r.load);
-        // Sustained: at least 99 % of the scheduled requests sent and answered 2xx in time. (A
-        // stricter "none dropped" measures the machine's scheduling stalls, not throughput: on a
-        // shared machine a thread off the CPU for 50 ms at 10,000 rps owes 500 requests at once.)
-        let ok = t.good as f64 >= 0.99 * t.offered as f64;
-        eprintln!(
-            "seawall load --rate {rate} --duration {secs} --max-in-flight {conns} ({threads} threads): offered {} sent {} dropped {} (late {}, full {}) good {} p50 {:.2} ms p99 {:.2} ms max {:.2} ms lag {:.1} ms, {} connections → {}",
-            t.offered,
-            t.sent,
-            t.dropped(),
-            t.dropped_late,
-            t.dropped_full,
-            t.good,
-            l.latency_ms.p50.unwrap_or(0.0),
-            l.latency_ms.p99.unwrap_or(0.0),
-            l.latency_ms.max.unwrap_or(0.0),
-            l.max_lag_ms,
-            l.peak_connections,
-            if ok { "sustained" } else { "NOT sustained" }
-        );
-        if !ok {
+        if !sustains(url, rate, secs, conns, threads) {
+            failed = Some(rate);
             break;
         }
         best = rate;
         rate = (rate * 1.15 / 100.0).ceil() * 100.0;
+    }
+    let Some(mut hi) = failed else { return best };
+    for _ in 0..3 {
+        let mid = ((best + hi) / 2.0 / 10.0).round() * 10.0;
+        if mid <= best || mid >= hi {
+            break;
+        }
+        if sustains(url, mid, secs, conns, threads) {
+            best = mid;
+        } else {
+            hi = mid;
+        }
     }
     best
 }
