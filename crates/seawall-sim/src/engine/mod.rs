@@ -677,11 +677,11 @@ mod size_tests {
     #[test]
     fn records_stay_within_their_budget() {
         assert_eq!(size_of::<Option<Id>>(), 8);
-        assert!(size_of::<Call>() <= 80, "seawall::policy::Call grew");
+        assert!(size_of::<Call>() <= 48, "seawall::policy::Call grew");
         assert_eq!(size_of::<Parent>(), 8);
         assert_eq!(size_of::<Phase>(), 16);
         assert_eq!(size_of::<PackedHint>(), 8);
-        assert!(size_of::<CallRec>() <= 112, "CallRec grew to {} B", size_of::<CallRec>());
+        assert!(size_of::<CallRec>() <= 80, "CallRec grew to {} B", size_of::<CallRec>());
         assert!(size_of::<JobRec>() <= 56, "JobRec grew to {} B", size_of::<JobRec>());
     }
 
