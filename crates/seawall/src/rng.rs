@@ -34,9 +34,7 @@ const PHI: u64 = 0x9E37_79B9_7F4A_7C15;
 /// Xoshiro256++ (Blackman and Vigna, <https://prng.di.unimi.it/>): fast, small, and reproducible
 /// across platforms and crate versions.
 ///
-/// Written out here (a dozen lines) rather than taken from `rand_xoshiro`, so that the all-zero
-/// state, which seeding never produces, can stand for "not seeded yet" inside a policy's
-/// per-call state: an `Option` would add 8 B to every call a simulator holds. The sequence is
+/// Written out here (a dozen lines) rather than taken from `rand_xoshiro`. The sequence is
 /// `rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64`'s, bit for bit (a test compares them).
 #[derive(Clone, PartialEq, Eq)]
 pub struct SeededRng {
@@ -48,17 +46,9 @@ impl SeededRng {
     pub fn new(seed: u64) -> Self {
         // Four SplitMix64 outputs from `seed`, as `rand_xoshiro` seeds. SplitMix64's mix is a
         // bijection, so four distinct inputs give at most one zero word: never the all-zero
-        // state (which Xoshiro never leaves and `UNSEEDED` uses).
+        // state, which Xoshiro never leaves.
         let word = |i: u64| splitmix64(seed.wrapping_add(i.wrapping_mul(PHI)));
         SeededRng { s: [word(0), word(1), word(2), word(3)] }
-    }
-
-    /// A placeholder no seeding produces: a call's stream before its first draw.
-    pub(crate) const UNSEEDED: SeededRng = SeededRng { s: [0; 4] };
-
-    /// False for [`SeededRng::UNSEEDED`].
-    pub(crate) fn is_seeded(&self) -> bool {
-        self.s != [0; 4]
     }
 }
 
@@ -119,7 +109,19 @@ impl SeedSource {
 
     /// The next independent stream.
     pub fn stream(&self) -> SeededRng {
-        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        self.numbered(self.take())
+    }
+
+    /// Takes the number of the next stream: [`SeedSource::stream`] is the stream of that number.
+    /// A caller that keeps only the number (8 B rather than the generator's 32) rebuilds the
+    /// stream with [`SeedSource::numbered`] when it draws.
+    pub(crate) fn take(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Stream number `n` from its start: the same stream whenever it is asked for.
+    #[inline]
+    pub(crate) fn numbered(&self, n: u64) -> SeededRng {
         SeededRng::new(splitmix64(self.base ^ splitmix64(n)))
     }
 }
@@ -145,12 +147,11 @@ mod tests {
         for seed in seeds.into_iter().chain((0..200).map(|i| splitmix64(i ^ 0x5EA))) {
             let (mut ours, mut theirs) =
                 (SeededRng::new(seed), Xoshiro256PlusPlus::seed_from_u64(seed));
-            assert!(ours.is_seeded());
+            assert_ne!(ours.s, [0; 4], "the all-zero state, which Xoshiro never leaves");
             for _ in 0..64 {
                 assert_eq!(ours.next_u64(), theirs.next_u64(), "seed {seed}");
             }
         }
-        assert!(!SeededRng::UNSEEDED.is_seeded());
     }
 
     #[test]

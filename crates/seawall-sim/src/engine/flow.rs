@@ -91,7 +91,6 @@ impl Sim<'_> {
             (served_by, self.replicas[usize::from(tier)].pick(&self.servers, &mut self.lb))
         };
         let job = self.jobs.insert(JobRec {
-            tier,
             inst: served_by,
             server,
             caller: call,
@@ -137,7 +136,7 @@ impl Sim<'_> {
     /// Local service is done: answer (bottom tier) or call the next tier.
     pub(super) fn finish_service(&mut self, job: Id) {
         let Some(j) = self.jobs.get(job) else { return };
-        let (tier, deadline, spent) = (j.tier as usize, j.deadline(), self.now - j.since);
+        let (tier, deadline, spent) = (self.tier_of(j), j.deadline(), self.now - j.since);
         let inst = j.inst;
         let s = &mut self.servers[j.server as usize];
         s.busy -= 1;
@@ -368,7 +367,8 @@ impl Sim<'_> {
                 let Some(j) = self.jobs.get_mut(job) else { return };
                 if result.is_ok() {
                     if let Some(next) = self.links[usize::from(layer)].next
-                        && self.sc.tiers[usize::from(j.tier)].fan_out == FanOut::Sequence
+                        && let tier = self.servers[usize::from(j.server)].tier // `tier_of`
+                        && self.sc.tiers[usize::from(tier)].fan_out == FanOut::Sequence
                     {
                         let deadline = j.deadline();
                         return self.call_dependency(job, next, inst, deadline);

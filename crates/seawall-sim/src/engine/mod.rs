@@ -149,9 +149,10 @@ enum Phase {
 /// `JobRec::deadline` when the attempt carries none (no deadline propagation).
 const NO_DEADLINE: u64 = u64::MAX;
 
+/// One attempt at a tier's server. Its tier is its server's (`Sim::tier_of`): not kept here,
+/// which brings the record from 56 to 48 B.
 #[derive(Debug)]
 struct JobRec {
-    tier: u16,
     /// Which instance of the tier serves it (its client makes the downstream call).
     inst: u16,
     /// The server (a replica of the tier, an index into `Sim::servers`) it went to.
@@ -366,9 +367,11 @@ impl<'a> Sim<'a> {
             servers: sc
                 .tiers
                 .iter()
-                .flat_map(|t| {
-                    (0..t.server_count())
-                        .map(|r| Server::new(t, r, &sc.faults, spec.server_protection))
+                .enumerate()
+                .flat_map(|(i, t)| {
+                    (0..t.server_count()).map(move |r| {
+                        Server::new(t, i as u16, r, &sc.faults, spec.server_protection)
+                    })
                 })
                 .collect(),
             replicas: Replicas::of(sc),
@@ -560,6 +563,11 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// The tier `job` is an attempt at: its server's.
+    fn tier_of(&self, job: &JobRec) -> usize {
+        usize::from(self.servers[usize::from(job.server)].tier)
+    }
+
     fn queue_age(&mut self, server: usize) -> f64 {
         let jobs = &self.jobs;
         let s = &mut self.servers[server];
@@ -677,12 +685,12 @@ mod size_tests {
     #[test]
     fn records_stay_within_their_budget() {
         assert_eq!(size_of::<Option<Id>>(), 8);
-        assert!(size_of::<Call>() <= 80, "seawall::policy::Call grew");
+        assert!(size_of::<Call>() <= 48, "seawall::policy::Call grew");
         assert_eq!(size_of::<Parent>(), 8);
         assert_eq!(size_of::<Phase>(), 16);
         assert_eq!(size_of::<PackedHint>(), 8);
-        assert!(size_of::<CallRec>() <= 112, "CallRec grew to {} B", size_of::<CallRec>());
-        assert!(size_of::<JobRec>() <= 56, "JobRec grew to {} B", size_of::<JobRec>());
+        assert!(size_of::<CallRec>() <= 80, "CallRec grew to {} B", size_of::<CallRec>());
+        assert!(size_of::<JobRec>() <= 48, "JobRec grew to {} B", size_of::<JobRec>());
     }
 
     #[test]

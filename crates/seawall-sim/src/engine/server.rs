@@ -35,6 +35,9 @@ struct Window {
 /// A tier's server.
 #[derive(Debug)]
 pub(crate) struct Server {
+    /// The tier it is a replica of (an index into the scenario's tiers): a job's tier is its
+    /// server's, so a job need not carry it.
+    pub(crate) tier: u16,
     workers: u32,
     pub(crate) busy: u32,
     /// An unprotected tier's FIFO (it may also hold cancelled jobs, skipped when popped).
@@ -53,8 +56,14 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    /// Replica `replica` of tier `t`, with the faults that hit it.
-    pub(crate) fn new(t: &Tier, replica: u32, faults: &[FaultSpec], protect: bool) -> Server {
+    /// Replica `replica` of tier `t` (number `tier`), with the faults that hit it.
+    pub(crate) fn new(
+        t: &Tier,
+        tier: u16,
+        replica: u32,
+        faults: &[FaultSpec],
+        protect: bool,
+    ) -> Server {
         let windows = faults
             .iter()
             .filter(|f| f.tier == t.name && f.replica.is_none_or(|r| r == replica))
@@ -69,6 +78,7 @@ impl Server {
             })
             .collect();
         Server {
+            tier,
             workers: t.workers,
             busy: 0,
             fifo: VecDeque::new(),

@@ -27,7 +27,7 @@ impl Sim<'_> {
     pub(super) fn arrive(&mut self, job: Id) {
         let now = self.instant();
         let Some(j) = self.jobs.get(job) else { return };
-        let (tier, attempt, deadline) = (j.tier as usize, j.attempt, j.deadline());
+        let (tier, attempt, deadline) = (self.tier_of(j), j.attempt, j.deadline());
         self.stats.attempt(tier, self.now);
         let s = &mut self.servers[j.server as usize];
         s.note_arrival(self.now);

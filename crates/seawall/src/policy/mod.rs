@@ -126,47 +126,58 @@ impl Attempt {
 
 /// The state of one logical call. Create with [`RetryPolicy::start`].
 ///
-/// Kept small, because a simulator holds millions at once (a synchronised reconnect herd): the
-/// optional deadline and budget withdrawal are a plain value plus a bit in `flags` rather than
-/// `Option`s (each would pad to twice its size), and the last wait is stored as a `Duration`'s
-/// two parts so they pack with the other 32-bit fields. Nothing per call points into the policy:
-/// budget, breaker, control and metrics are borrowed from it at decision time.
+/// Kept small (48 B), because a simulator holds millions at once (a synchronised reconnect
+/// herd): the optional deadline, budget withdrawal and breaker probe are a plain value plus a
+/// bit in `flags` rather than `Option`s (each would pad to twice its size); the last wait is
+/// stored as a `Duration`'s two parts so they pack with the 32-bit fields; and the random stream
+/// is kept as its number and the count of values read (10 B), not as the generator's 32 B state,
+/// which a draw rebuilds (see [`CallRng`]). Nothing per call points into the policy: budget,
+/// breaker, control, metrics and the seed source are borrowed from it at decision time.
 pub struct Call {
-    /// The call's random stream, taken from the policy's [`SeedSource`] on the call's first draw:
-    /// most calls never draw (no retry, no breaker, a budget that does not draw on admission),
-    /// and seeding costs more than the rest of a successful call's decisions.
-    /// [`SeededRng::UNSEEDED`] until then (not an `Option`, which would add 8 B).
-    rng: SeededRng,
+    /// The number of the call's random stream in the policy's [`SeedSource`], taken on the
+    /// call's first draw; meaningful only with [`Call::STREAM`]. Most calls never draw (no
+    /// retry, no breaker, a budget that does not draw on admission).
+    stream: u64,
     /// The deadline's instant in nanoseconds; meaningful only with [`Call::DEADLINE`].
     deadline: u64,
     /// The last wait's whole seconds ([`Duration::as_secs`]).
     prev_wait_secs: u64,
-    permit: Option<BreakerPermit>,
-    attempts: u32,
+    /// The breaker probe held ([`BreakerPermit::probe`]); meaningful only with [`Call::PROBE`].
+    probe: u64,
     /// The last wait's sub-second nanoseconds ([`Duration::subsec_nanos`]).
     prev_wait_nanos: u32,
     /// The cost of the budget withdrawal held; meaningful only with [`Call::PAID`].
     paid: u32,
-    flags: u8,
+    /// Attempts sent so far: at most [`MAX_ATTEMPTS`], since a call past `max_attempts` gives up.
+    attempts: u16,
+    /// Values read from the stream so far, drawn or skipped: at most six per attempt (two
+    /// before it, one as it ends, three deciding a retry), so at most 60.
+    draws: u16,
+    flags: u16,
     last: Option<Class>,
     role: Role,
 }
 
 impl Call {
-    const IN_FLIGHT: u8 = 1;
-    const FINISHED: u8 = 1 << 1;
-    const SAFE_TO_RETRY: u8 = 1 << 2;
-    const REPLAYABLE: u8 = 1 << 3;
-    const DEADLINE: u8 = 1 << 4;
-    const PAID: u8 = 1 << 5;
+    const IN_FLIGHT: u16 = 1;
+    const FINISHED: u16 = 1 << 1;
+    const SAFE_TO_RETRY: u16 = 1 << 2;
+    const REPLAYABLE: u16 = 1 << 3;
+    const DEADLINE: u16 = 1 << 4;
+    const PAID: u16 = 1 << 5;
+    /// A breaker permit is held; with [`Call::PROBE`], a half-open probe's, named by `probe`.
+    const PERMIT: u16 = 1 << 6;
+    const PROBE: u16 = 1 << 7;
+    /// The call has a stream number (`stream`).
+    const STREAM: u16 = 1 << 8;
 
     #[inline(always)]
-    fn has(&self, flag: u8) -> bool {
+    fn has(&self, flag: u16) -> bool {
         self.flags & flag != 0
     }
 
     #[inline(always)]
-    fn set(&mut self, flag: u8, on: bool) {
+    fn set(&mut self, flag: u16, on: bool) {
         if on {
             self.flags |= flag;
         } else {
@@ -176,7 +187,53 @@ impl Call {
 
     /// Attempts sent so far.
     pub fn attempts(&self) -> u32 {
-        self.attempts
+        u32::from(self.attempts)
+    }
+
+    /// The breaker permit held, handed over.
+    #[inline(always)]
+    fn take_permit(&mut self) -> Option<BreakerPermit> {
+        let p = self.permit();
+        self.set(Self::PERMIT | Self::PROBE, false);
+        p
+    }
+
+    fn permit(&self) -> Option<BreakerPermit> {
+        let probe = self.has(Self::PROBE).then_some(self.probe);
+        self.has(Self::PERMIT).then(|| BreakerPermit::of_probe(probe))
+    }
+
+    fn hold_permit(&mut self, permit: BreakerPermit) {
+        self.set(Self::PERMIT, true);
+        self.set(Self::PROBE, permit.probe().is_some());
+        self.probe = permit.probe().unwrap_or(0);
+    }
+
+    /// The call's stream number, taken from `seeds` on its first draw (drawn or skipped), so
+    /// streams are handed out in the order of calls' first draws.
+    #[inline]
+    fn stream_number(&mut self, seeds: &SeedSource) -> u64 {
+        if !self.has(Self::STREAM) {
+            self.stream = seeds.take();
+            self.set(Self::STREAM, true);
+        }
+        self.stream
+    }
+
+    /// The call's stream where it stands: its number's stream past the values already read.
+    fn stream_now(&mut self, seeds: &SeedSource) -> SeededRng {
+        let mut rng = seeds.numbered(self.stream_number(seeds));
+        for _ in 0..self.draws {
+            rng.next_u64();
+        }
+        rng
+    }
+
+    /// Reads the stream's next value without computing it: for a draw whose value cannot
+    /// change the decision. The values after it stay the ones the stream gives at their place.
+    fn skip_draw(&mut self, seeds: &SeedSource) {
+        self.stream_number(seeds);
+        self.draws += 1;
     }
 
     /// The call's deadline.
@@ -222,13 +279,34 @@ impl fmt::Debug for Call {
             .field("safe_to_retry", &self.has(Self::SAFE_TO_RETRY))
             .field("replayable", &self.has(Self::REPLAYABLE))
             .field("deadline", &self.deadline())
-            .field("rng", &self.rng.is_seeded().then_some(&self.rng))
+            .field("stream", &self.has(Self::STREAM).then_some((self.stream, self.draws)))
             .field("prev_wait", &self.prev_wait())
             .field("paid", &self.has(Self::PAID).then(|| Withdrawal::new(self.paid)))
-            .field("permit", &self.permit)
+            .field("permit", &self.permit())
             .field("last", &self.last)
             .field("role", &self.role)
             .finish()
+    }
+}
+
+/// A call's random stream while it draws: rebuilt on the first draw from the stream's number
+/// and the values the call has read ([`Call::stream_now`]), then kept for the draws that follow
+/// in the same step. A call keeps 10 B of stream instead of the generator's 32 B, and pays a
+/// rebuild (a seeding and one step per value read before) per step that draws: a few dozen
+/// instructions, on retries and breaker decisions only.
+struct CallRng<'a> {
+    seeds: &'a SeedSource,
+    call: &'a mut Call,
+    state: Option<SeededRng>,
+}
+
+impl Rng for CallRng<'_> {
+    #[inline]
+    fn next_u64(&mut self) -> u64 {
+        let (call, seeds) = (&mut *self.call, self.seeds);
+        let state = self.state.get_or_insert_with(|| call.stream_now(seeds));
+        call.draws += 1;
+        state.next_u64()
     }
 }
 
@@ -336,24 +414,35 @@ impl<B: Budget> RetryPolicy<B> {
         Call {
             role,
             attempts: 0,
+            draws: 0,
             flags,
             deadline: deadline.map_or(0, |d| d.instant().as_nanos()),
-            rng: SeededRng::UNSEEDED,
+            stream: 0,
             prev_wait_secs: 0,
             prev_wait_nanos: 0,
             paid: 0,
-            permit: None,
+            probe: 0,
             last: None,
         }
     }
 
-    /// The call's random stream, seeded on first use. Streams are handed out in the order of
-    /// calls' first draws, so a seeded policy driven in the same order makes the same decisions.
-    fn rng<'a>(&'a self, call: &'a mut Call) -> &'a mut SeededRng {
-        if !call.rng.is_seeded() {
-            call.rng = self.seeds.stream();
+    /// The call's random stream, for the draws of one step of a decision. Streams are handed
+    /// out in the order of calls' first draws, so a seeded policy driven in the same order makes
+    /// the same decisions.
+    fn rng<'a>(&'a self, call: &'a mut Call) -> CallRng<'a> {
+        CallRng { seeds: &self.seeds, call, state: None }
+    }
+
+    /// Whether the control's ramp lets this retry through. A draw from the call's stream
+    /// decides, except with retries fully on, when its value cannot matter: then it is only
+    /// counted ([`Call::skip_draw`]), so the call's later draws are the ones they always were
+    /// while a call that retries with a flat wait never rebuilds its stream.
+    fn ramp_allows(&self, call: &mut Call) -> bool {
+        if self.control.percent() >= 100 {
+            call.skip_draw(&self.seeds);
+            return true;
         }
-        &mut call.rng
+        self.control.allows_retry(self.rng(call).next_f64())
     }
 
     fn finish(&self, call: &mut Call, now: Instant, outcome: Result<(), GiveUpReason>) {
@@ -361,7 +450,7 @@ impl<B: Budget> RetryPolicy<B> {
             self.budget.release(now, w);
         }
         call.set(Call::FINISHED, true);
-        self.metrics.call_ended(call.attempts, outcome);
+        self.metrics.call_ended(call.attempts(), outcome);
     }
 
     fn give_up(&self, call: &mut Call, now: Instant, reason: GiveUpReason) -> GiveUp {
@@ -391,7 +480,7 @@ impl<B: Budget> RetryPolicy<B> {
         }
         if let Some(b) = &self.breaker {
             match b.admit(now, self.rng(call).next_f64()) {
-                Ok(p) => call.permit = Some(p),
+                Ok(p) => call.hold_permit(p),
                 Err(_) => return Err(self.give_up(call, now, GiveUpReason::CircuitOpen)),
             }
         }
@@ -399,19 +488,21 @@ impl<B: Budget> RetryPolicy<B> {
         // `Budget::admit_draws`); the others get a fixed value and the call's stream is untouched.
         let draw = if self.budget.admit_draws() { self.rng(call).next_f64() } else { 0.5 };
         if !self.budget.admit(now, retry, draw) {
-            if let (Some(b), Some(p)) = (&self.breaker, call.permit.take()) {
+            if let Some(b) = &self.breaker
+                && let Some(p) = call.take_permit()
+            {
                 b.release(p);
             }
             return Err(self.give_up(call, now, GiveUpReason::ThrottledLocally));
         }
         call.attempts += 1;
         call.set(Call::IN_FLIGHT, true);
-        self.metrics.attempt_sent(call.attempts);
+        self.metrics.attempt_sent(call.attempts());
         let timeout = match (self.cfg.per_try_timeout, time_left) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        Ok(Attempt { number: call.attempts, timeout, time_left })
+        Ok(Attempt { number: call.attempts(), timeout, time_left })
     }
 
     /// Reports the outcome of the attempt in flight and decides what comes next.
@@ -461,7 +552,9 @@ impl<B: Budget> RetryPolicy<B> {
             (_, None) => AttemptOutcome::Rejected,
         };
         self.budget.record(now, call.take_paid(), outcome);
-        if let (Some(b), Some(p)) = (&self.breaker, call.permit.take()) {
+        if let Some(b) = &self.breaker
+            && let Some(p) = call.take_permit()
+        {
             let draw = self.rng(call).next_f64();
             b.record_with_draw(now, p, cause.is_none(), draw);
         }
@@ -494,7 +587,7 @@ impl<B: Budget> RetryPolicy<B> {
         };
         let reason = if class == Class::Overloaded || hint == Hint::DontRetry {
             Some(GiveUpReason::ServerSaidDontRetry)
-        } else if call.attempts >= self.cfg.max_attempts || call.role == Role::FailFast {
+        } else if call.attempts() >= self.cfg.max_attempts || call.role == Role::FailFast {
             Some(GiveUpReason::AttemptsExhausted)
         } else if !call.has(Call::REPLAYABLE) {
             Some(GiveUpReason::NotReplayable)
@@ -502,7 +595,7 @@ impl<B: Budget> RetryPolicy<B> {
             && class != Class::Retryable(Transient::ConnectRefused)
         {
             Some(GiveUpReason::NotIdempotent)
-        } else if !self.control.allows_retry(self.rng(call).next_f64()) {
+        } else if !self.ramp_allows(call) {
             Some(GiveUpReason::RetriesDisabled)
         } else {
             None
@@ -512,9 +605,11 @@ impl<B: Budget> RetryPolicy<B> {
         }
 
         let throttled = cause == RetryCause::Throttled;
-        let retry_no = call.attempts; // the retry about to be scheduled: 1 after the first attempt
+        let retry_no = call.attempts(); // the retry about to be scheduled: 1 after the first attempt
         let prev_wait = call.prev_wait();
-        let mut wait = self.cfg.backoff.delay(retry_no, throttled, prev_wait, self.rng(call));
+        // One rebuild of the stream for both draws (the backoff's, the hint's spread).
+        let mut rng = self.rng(call);
+        let mut wait = self.cfg.backoff.delay(retry_no, throttled, prev_wait, &mut rng);
         if let Hint::After(h) = hint {
             if h > self.cfg.max_wait {
                 return Decision::GiveUp(self.give_up(
@@ -523,7 +618,7 @@ impl<B: Budget> RetryPolicy<B> {
                     GiveUpReason::ServerSaidDontRetry,
                 ));
             }
-            let spread = h.mul_f64(self.cfg.hint_spread * self.rng(call).next_f64());
+            let spread = h.mul_f64(self.cfg.hint_spread * rng.next_f64());
             wait = wait.max(h + spread).min(self.cfg.max_wait).max(h);
         } else {
             wait = wait.min(self.cfg.max_wait);
@@ -568,7 +663,9 @@ impl<B: Budget> RetryPolicy<B> {
         if call.in_flight() {
             call.set(Call::IN_FLIGHT, false);
             self.budget.record(now, call.take_paid(), AttemptOutcome::Abandoned);
-            if let (Some(b), Some(p)) = (&self.breaker, call.permit.take()) {
+            if let Some(b) = &self.breaker
+                && let Some(p) = call.take_permit()
+            {
                 b.release(p);
             }
         }

@@ -308,7 +308,7 @@ fn a_call_that_never_draws_takes_no_random_stream() {
                 p.after_attempt(&mut call, T0, Class::Success, Hint::None),
                 Decision::Success
             );
-            assert!(!call.rng.is_seeded());
+            assert!(!call.has(Call::STREAM));
         }
         run_all(&p, RequestInfo::idempotent(), fail_503(), Hint::None).0
     };
@@ -373,11 +373,11 @@ fn a_cancelled_retry_ends_the_call_once_as_not_replayable() {
 
 /// A simulator holds one `Call` per call in flight, millions at once in a synchronised
 /// reconnect herd (issue 17's budget: ≤ 128 B per call in flight, attempts and timers
-/// included). 88 B today, most of it the lazily seeded random stream (40 B) and the breaker
-/// permit (16 B): a field that grows it fails here.
+/// included). 48 B today (the random stream as its number and draw count, the breaker probe
+/// as a value and two flag bits): a field that grows it fails here.
 #[test]
 fn a_call_stays_small() {
-    assert!(std::mem::size_of::<Call>() <= 80, "Call grew to {} B", std::mem::size_of::<Call>());
+    assert!(std::mem::size_of::<Call>() <= 48, "Call grew to {} B", std::mem::size_of::<Call>());
 }
 
 #[test]
@@ -392,4 +392,71 @@ fn a_call_keeps_its_deadline_and_last_wait_exactly() {
     call.prev_wait_secs = wait.as_secs();
     call.prev_wait_nanos = wait.subsec_nanos();
     assert_eq!(call.prev_wait(), wait);
+}
+
+/// A call keeps its stream as a number and a count of values read, and rebuilds it to draw:
+/// each draw still gets the value at its place in the stream `SeedSource::stream` hands out,
+/// across decisions, with the control's draw (retries fully on) counted but not computed. A
+/// call that retries twice waits stream 0's values 1 and 3 (0 and 2 are the control's). Red if
+/// a counted draw is not counted (`skip_draw` without `draws += 1`: values 0 and 1), or if a
+/// rebuilt stream does not skip what was read (`stream_now` without its loop: value 0 twice).
+#[test]
+fn a_rebuilt_stream_gives_each_draw_the_value_at_its_place() {
+    let p = policy();
+    let failed = Class::Retryable(Transient::ServerError);
+    let (ds, _) = run_all(&p, RequestInfo::idempotent(), failed, Hint::None);
+    let mut reference = crate::rng::SeedSource::new(1).stream();
+    let mut prev = Duration::ZERO;
+    for (retry, d) in (1..).zip(&ds[..2]) {
+        reference.next_u64(); // the control's draw
+        let wait = p.cfg.backoff.delay(retry, false, prev, &mut reference).min(p.cfg.max_wait);
+        assert!(wait > Duration::ZERO);
+        assert_eq!(*d, Decision::Retry { after: wait }, "retry {retry}");
+        prev = wait;
+    }
+}
+
+/// A counted draw takes the call's stream number like a computed one, so streams still go out
+/// in the order of calls' first draws. Call A retries after a flat wait (its one draw, the
+/// control's, is counted); call B then draws its hint's spread, from stream 1, value 1. Red if
+/// a counted draw takes no number (`skip_draw` without `stream_number`: B draws from stream 0).
+#[test]
+fn a_counted_draw_takes_a_stream_in_turn() {
+    let cfg =
+        PolicyConfig::default().with_backoff(crate::backoff::Backoff::constant(ms(1)).unwrap());
+    let p = RetryPolicy::new(cfg, Unlimited).with_seed(4);
+    let failed = Class::Retryable(Transient::ServerError);
+    let mut a = p.start(T0, RequestInfo::idempotent(), None);
+    p.before_attempt(&mut a, T0).unwrap();
+    assert_eq!(p.after_attempt(&mut a, T0, failed, Hint::None), Decision::Retry { after: ms(1) });
+    let hint = ms(200);
+    let mut b = p.start(T0, RequestInfo::idempotent(), None);
+    p.before_attempt(&mut b, T0).unwrap();
+    let d = p.after_attempt(&mut b, T0, Class::Throttled, Hint::After(hint));
+    let mut stream_1 = crate::rng::SeedSource::new(4).numbered(1);
+    stream_1.next_u64(); // B's control draw
+    let spread = hint.mul_f64(p.cfg.hint_spread * stream_1.next_f64());
+    assert!(spread > Duration::ZERO);
+    assert_eq!(d, Decision::Retry { after: (hint + spread).min(p.cfg.max_wait).max(hint) });
+}
+
+/// The breaker permit a call holds, kept as a probe number and two flag bits, goes back to the
+/// breaker as it came: a half-open probe that succeeds through the policy closes the breaker.
+/// Red if the call forgets that its permit is a probe (`hold_permit` leaving `PROBE` unset: the
+/// breaker never hears from its probe and stays half-open), or forgets the permit altogether.
+#[test]
+fn a_probe_through_the_policy_closes_the_breaker() {
+    use crate::breaker::{Breaker, BreakerConfig, BreakerState};
+    let b = Breaker::new(BreakerConfig::default());
+    for _ in 0..5 {
+        let p = b.admit(T0, 0.5).unwrap();
+        b.record(T0, p, false);
+    }
+    let p = RetryPolicy::new(PolicyConfig::default(), Unlimited).with_seed(5).with_breaker(b);
+    let later = T0 + Duration::from_secs(7);
+    assert_eq!(p.breaker().unwrap().state(T0), BreakerState::Open);
+    let mut call = p.start(later, RequestInfo::idempotent(), None);
+    p.before_attempt(&mut call, later).unwrap();
+    assert_eq!(p.after_attempt(&mut call, later, Class::Success, Hint::None), Decision::Success);
+    assert_eq!(p.breaker().unwrap().state(later), BreakerState::Closed);
 }
