@@ -131,7 +131,7 @@ impl Attempt {
 /// bit in `flags` rather than `Option`s (each would pad to twice its size); the last wait is
 /// stored as a `Duration`'s two parts so they pack with the 32-bit fields; and the random stream
 /// is kept as its number and the count of values read (10 B), not as the generator's 32 B state,
-/// which a draw rebuilds (see [`CallRng`]). Nothing per call points into the policy: budget,
+/// which a draw rebuilds from those two. Nothing per call points into the policy: budget,
 /// breaker, control, metrics and the seed source are borrowed from it at decision time.
 pub struct Call {
     /// The number of the call's random stream in the policy's [`SeedSource`], taken on the
