@@ -130,14 +130,11 @@ fn worst_timer_late(m: &Measured, n: usize) -> Option<f64> {
         .flat_map(|t| {
             let late = deltas(m, t, |s| s.timer_late_us);
             let probes = deltas(m, t, |s| s.timer_probes);
-            let per_second: Vec<f64> = late
-                .iter()
-                .zip(&probes)
+            late.into_iter()
+                .zip(probes)
                 .take(n)
-                .filter(|&(_, &p)| p >= 1.0)
+                .filter(|&(_, p)| p >= 1.0)
                 .map(|(l, p)| l / p / 1e6)
-                .collect();
-            per_second
         })
         .reduce(f64::max)
 }

@@ -171,7 +171,7 @@ impl Saturation {
     /// a lower bound only in that sense. The worst second is another matter: on a starved
     /// machine timers fire late and then together, so attempts leave one second and bunch into
     /// the next (a debug lab at 100 % CPU counted 603, 813 and 1,028 attempts in three seconds
-    /// of a steady 810 a second); its peak can read high as well as low.
+    /// of a steady 810 a second; `lab_agrees` prints each second's count); its peak can read high as well as low.
     pub fn sentence(&self, policy: &str) -> String {
         let r = self.reasons();
         if r.is_empty() {
