@@ -8,8 +8,13 @@ fn num(field: &str, v: f64, lo: f64, hi: f64) -> Result<(), Error> {
     if v.is_finite() && v >= lo && v <= hi {
         Ok(())
     } else {
-        Err(Error::invalid(field, format!("a number in [{lo}, {hi}]"), v))
+        Err(Error::invalid(field, format!("a number in [{lo}, {hi}]"), shown(v)))
     }
+}
+
+/// `v` as a user would write it: `1e300`, not its 301 digits.
+fn shown(v: f64) -> String {
+    if v != 0.0 && !(1e-6..1e15).contains(&v.abs()) { format!("{v:e}") } else { v.to_string() }
 }
 
 fn service(field: &str, s: &Service) -> Result<(), Error> {
@@ -239,4 +244,23 @@ pub(super) fn check(s: &ScenarioFile) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A huge or tiny value out of range is quoted as the user would write it; printing the
+    /// plain `f64` (`v` instead of `shown(v)`) turns this red with 301 digits.
+    #[test]
+    fn out_of_range_values_are_quoted_short() {
+        let e = num("edge.rate", 1e300, 0.0, 1e7).unwrap_err().to_string();
+        assert!(e.ends_with("got 1e300"), "{e}");
+        let e = num("edge.rate", -1e-9, 0.0, 1e7).unwrap_err().to_string();
+        assert!(e.ends_with("got -1e-9"), "{e}");
+        let e = num("edge.rate", -5.0, 0.0, 1e7).unwrap_err().to_string();
+        assert!(e.ends_with("got -5"), "{e}");
+        let e = num("edge.rate", f64::NAN, 0.0, 1e7).unwrap_err().to_string();
+        assert!(e.ends_with("got NaN"), "{e}");
+    }
 }
