@@ -93,6 +93,10 @@ fn a_heat_map_has_a_row_per_second_axis_value_and_a_boundary_per_row() {
     assert_eq!(s.boundaries.len(), 2);
     assert_eq!(html.matches(r#"<line class="edge""#).count(), 2, "{:?}", s.boundaries);
     assert!(html.contains("with fault.0.duration_s = 10"), "{:?}", s.boundaries);
+    // The header's fault line says it is swept (without that sentence it reads as if every
+    // point had the scenario's one fault).
+    assert!(html.contains("none injected in the scenario; each point sets fault.0.duration_s"));
+    assert!(!render_sweep_html(&sweep(false)).contains("each point sets"));
 }
 
 #[test]

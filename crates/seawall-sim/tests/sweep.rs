@@ -93,6 +93,12 @@ fn bad_paths_values_and_grids_fail_before_running() {
     for (axes, sets, says) in [
         (&["edge.rtae=1..2:1"][..], &[][..], "edge.rtae=1: --set edge.rtae=1"),
         (&["tier.nope.workers=1..2:1"], &[], "`tier.nope`: no element"),
+        // A list named without an index says how to name one of its elements.
+        (
+            &["fault.duration_s=5..10:5"],
+            &[],
+            "`fault` is a list of 1: name one, e.g. `fault.0.duration_s`",
+        ),
         (&["edge.rate=-10..10:10"], &[], "edge.rate"),
         (&["tier.db.workers=1.5..2.5:0.5"], &[], "tier.db.workers=1.5"),
         (&["edge.rate=1..2:1"], &["edge.rate=5"], "also given with --set"),

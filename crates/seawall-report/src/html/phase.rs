@@ -80,13 +80,19 @@ fn header(sw: &Sweep) -> String {
     if !sw.sets.is_empty() {
         fact("set", sw.sets.join(" "));
     }
-    match &sw.fault {
-        Some(f) => fact(
-            "fault",
-            format!("{}, from {} to {}", f.kind, table::secs(f.start_s), table::secs(f.end_s)),
-        ),
-        None => fact("fault", "none injected".into()),
+    // The fault as the scenario file has it; a swept `fault.…` value replaces it point by point.
+    let swept: Vec<&str> =
+        sw.axes.iter().map(|a| a.path.as_str()).filter(|p| p.starts_with("fault.")).collect();
+    let mut fault = match &sw.fault {
+        Some(f) => {
+            format!("{}, from {} to {}", f.kind, table::secs(f.start_s), table::secs(f.end_s))
+        }
+        None => "none injected".into(),
+    };
+    if !swept.is_empty() {
+        let _ = write!(fault, " in the scenario; each point sets {}", swept.join(" and "));
     }
+    fact("fault", fault);
     s.push_str("</dl></header>");
     s
 }

@@ -80,6 +80,7 @@ svg .mk { fill: var(--good); font-weight: 700; paint-order: stroke; stroke: #fff
 .band-key { display: inline-block; width: 22px; height: 12px; background: rgba(213,94,0,.18); }
 table { border-collapse: collapse; margin: 8px 0 0; font-variant-numeric: tabular-nums; }
 th, td { padding: 5px 12px; border-bottom: 1px solid var(--rule); text-align: right; }
+td { white-space: nowrap; }
 th:first-child, td:first-child, th:nth-child(2), td:nth-child(2) { text-align: left; }
 th { font-size: 13px; color: var(--muted); font-weight: 600; }
 section.after { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 28px;

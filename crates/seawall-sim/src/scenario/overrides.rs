@@ -56,6 +56,11 @@ fn set(tree: &mut Value, given: &str) -> Result<(), Error> {
             t.insert(last.to_string(), value);
             Ok(())
         }
+        // `fault.duration_s` where `fault` is a list: say how to name one of its elements.
+        Value::Array(a) => {
+            let (here, len) = (path.join("."), a.len());
+            Err(fail(format!("`{here}` is a list of {len}: name one, e.g. `{here}.0.{last}`")))
+        }
         _ => Err(fail(format!("`{}` is not a table", path.join(".")))),
     }
 }
