@@ -69,7 +69,9 @@
 //! switch.disable(); // force open: nothing reaches the dependency
 //! ```
 
-mod error;
+// Its own file, below `classify` (which recognises the error) as well as this module (which
+// uses `classify`): the error alone is what both sides share.
+pub(in crate::client) mod error;
 mod future;
 mod layer;
 mod metrics;
