@@ -106,7 +106,9 @@ impl Sim<'_> {
             c.job = Some(job);
         }
         let timer = timeout.map(|t| {
-            let kind = Kind::Timeout { call, attempt: number };
+            // An attempt number is at most `MAX_ATTEMPTS` (10) or a hedged copy's, at most 5.
+            let attempt = u8::try_from(number).expect("attempt numbers fit in 8 bits");
+            let kind = Kind::Timeout { call, attempt };
             let t = t.as_nanos() as u64;
             // The per-try timeout recurs, and so does the whole edge deadline (a first
             // attempt at the edge); a timeout cut short by a deadline is arbitrary.

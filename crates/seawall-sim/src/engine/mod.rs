@@ -243,6 +243,8 @@ pub(crate) struct Sim<'a> {
     /// The next older copy in flight of the same hedged call, per job (the list starts at
     /// `CallRec::job`); only hedged calls have more than one attempt in flight.
     copies: HashMap<Id, Id>,
+    /// Clients of each herd still to arrive, counting the one its pending arrival brings.
+    herd_left: Vec<u64>,
     /// Instances of the edge client, for the draw that spreads edge requests.
     edge_instances: u16,
     /// Instances per tier, for the draw that spreads the requests it serves.
@@ -380,6 +382,7 @@ impl<'a> Sim<'a> {
             misc: SeededRng::new(splitmix64(seed ^ 0xC)),
             shed: SeededRng::new(splitmix64(seed ^ 0xD)),
             lb: SeededRng::new(splitmix64(seed ^ 0xE)),
+            herd_left: vec![0; sc.edge.herd.len()],
             edge_instances: sc.edge.instances.clamp(1, 65_535) as u16,
             instances,
             links,
@@ -422,7 +425,8 @@ impl<'a> Sim<'a> {
         }
         for (i, h) in self.sc.edge.herd.iter().enumerate() {
             if h.clients > 0 {
-                self.cal.push((h.at_s * 1e9) as u64, Kind::Herd { n: i as u32, left: h.clients });
+                self.herd_left[i] = h.clients;
+                self.cal.push((h.at_s * 1e9) as u64, Kind::Herd(i as u32));
             }
         }
         for s in 1..=self.stats.edge.len() as u64 {
@@ -507,16 +511,18 @@ impl<'a> Sim<'a> {
                 }
                 true
             }
-            Kind::Herd { n, left } => {
+            Kind::Herd(n) => {
                 self.edge_request(0);
+                let left = self.herd_left[n as usize];
                 if left > 1 {
+                    self.herd_left[n as usize] = left - 1;
                     let h = &self.sc.edge.herd[n as usize];
                     let spread = self.spec.herd_spread_s.unwrap_or(h.spread_s);
                     let end = ((h.at_s + spread) * 1e9) as u64;
                     // The next of `left` sorted uniform points on [now, end].
                     let x = 1.0 - (1.0 - self.arrivals.next_f64()).powf(1.0 / left as f64);
                     let next = self.now + (end.saturating_sub(self.now) as f64 * x) as u64;
-                    let kind = Kind::Herd { n, left: left - 1 };
+                    let kind = Kind::Herd(n);
                     if next == self.now {
                         self.cal.push_after(self.now, 0, kind);
                     } else {
@@ -536,7 +542,7 @@ impl<'a> Sim<'a> {
                 self.dispatch(server);
                 true
             }
-            Kind::Timeout { call, attempt } => self.timeout(call, attempt),
+            Kind::Timeout { call, attempt } => self.timeout(call, u32::from(attempt)),
             Kind::Retry(call) | Kind::Hedge(call) if self.calls.get(call).is_none() => false,
             Kind::Retry(call) => {
                 self.send(call);
