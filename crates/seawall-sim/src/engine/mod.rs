@@ -766,11 +766,11 @@ mod size_tests {
     #[test]
     fn records_stay_within_their_budget() {
         assert_eq!(size_of::<Option<Id>>(), 8);
-        assert!(size_of::<Call>() <= 48, "seawall::policy::Call grew");
+        assert!(size_of::<Call>() <= 32, "seawall::policy::Call grew");
         assert!(size_of::<Class>() + size_of::<ParentTag>() <= 4, "no room beside layer, inst");
         assert_eq!(size_of::<Phase>(), 16);
         assert_eq!(size_of::<PackedHint>(), 8);
-        assert!(size_of::<CallRec>() <= 80, "CallRec grew to {} B", size_of::<CallRec>());
+        assert!(size_of::<CallRec>() <= 64, "CallRec grew to {} B", size_of::<CallRec>());
         assert!(size_of::<JobRec>() <= 48, "JobRec grew to {} B", size_of::<JobRec>());
     }
 
