@@ -181,7 +181,7 @@ impl Sim<'_> {
         let mut layer = Some(first);
         let mut calls = Vec::new();
         while let Some(l) = layer {
-            calls.push(self.new_call(job, l, inst, deadline));
+            calls.push(self.new_call(Parent::Job(job), l, inst, deadline));
             layer = self.links[usize::from(l)].next;
         }
         for pair in calls.windows(2) {
@@ -197,12 +197,12 @@ impl Sim<'_> {
         }
     }
 
-    /// The call `job` makes through client layer `layer` (instance `inst`), not yet sent.
-    fn new_call(&mut self, job: Id, layer: u16, inst: u16, deadline: Option<u64>) -> Id {
+    /// The call `parent` makes through client layer `layer` (instance `inst`), not yet sent.
+    fn new_call(&mut self, parent: Parent, layer: u16, inst: u16, deadline: Option<u64>) -> Id {
         let d = deadline.map(|t| Deadline::at(Instant::from_nanos(t)));
         let policy = &self.layers[usize::from(layer)][usize::from(inst)];
         let state = policy.start(self.instant(), RequestInfo::idempotent(), d);
-        self.calls.insert(CallRec::new(layer, inst, Parent::Job(job), state))
+        self.calls.insert(CallRec::new(layer, inst, parent, state))
     }
 
     /// `job`, at a tier that only forwards (`Sim::only_forwards`), makes its one call downstream
@@ -211,10 +211,7 @@ impl Sim<'_> {
     fn forward(&mut self, job: Id, layer: u16, inst: u16, deadline: Option<u64>) {
         let caller = self.jobs.get(job).expect("a job being served exists").caller;
         self.remove_job(job);
-        let d = deadline.map(|t| Deadline::at(Instant::from_nanos(t)));
-        let policy = &self.layers[usize::from(layer)][usize::from(inst)];
-        let state = policy.start(self.instant(), RequestInfo::idempotent(), d);
-        let call = self.calls.insert(CallRec::new(layer, inst, Parent::Attempt(caller), state));
+        let call = self.new_call(Parent::Attempt(caller), layer, inst, deadline);
         // The job was made and served in this event, so its caller still lists it.
         let c = self.calls.get_mut(caller).expect("a forwarded attempt's caller exists");
         debug_assert_eq!(c.job, Some(job));
@@ -224,7 +221,7 @@ impl Sim<'_> {
 
     /// Makes `job`'s call through `layer` its one call downstream, and sends it.
     fn call_dependency(&mut self, job: Id, layer: u16, inst: u16, deadline: Option<u64>) {
-        let call = self.new_call(job, layer, inst, deadline);
+        let call = self.new_call(Parent::Job(job), layer, inst, deadline);
         if let Some(j) = self.jobs.get_mut(job) {
             j.set_down(Some(call));
         }
@@ -524,7 +521,11 @@ impl Sim<'_> {
         let (mut job, layer) = (c.job.take(), c.layer);
         self.remove_call(call);
         if self.handed_on(layer) {
-            return job.into_iter().for_each(|a| self.abandon(a));
+            // The call standing for its one attempt (a forwarding tier's callers do not hedge).
+            if let Some(a) = job {
+                self.abandon(a);
+            }
+            return;
         }
         // Every copy of a hedged call; the one attempt of any other.
         while let Some(j) = job {
