@@ -55,7 +55,7 @@ impl Sim<'_> {
                 if att.number() == 1 && self.hedging[layer].is_some() {
                     self.hedge_start(call);
                 }
-                self.arrive_timed(job, timer);
+                self.arrive_timed(call, job, timer);
             }
             Err(g) => self.finish_call(call, Err(g)),
         }
@@ -78,6 +78,7 @@ impl Sim<'_> {
             None
         };
         let copy = c.job;
+        debug_assert!(copy.is_none() || !self.handed_on(c.layer), "only hedged calls have copies");
         // The instance of the tier that serves this attempt (its client makes the downstream
         // call): drawn apart from the server in a pool, the server's own with per-instance
         // servers.
@@ -106,7 +107,9 @@ impl Sim<'_> {
             c.job = Some(job);
         }
         let timer = timeout.map(|t| {
-            let kind = Kind::Timeout { call, attempt: number };
+            // An attempt number is at most `MAX_ATTEMPTS` (10) or a hedged copy's, at most 5.
+            let attempt = u8::try_from(number).expect("attempt numbers fit in 8 bits");
+            let kind = Kind::Timeout { call, attempt };
             let t = t.as_nanos() as u64;
             // The per-try timeout recurs, and so does the whole edge deadline (a first
             // attempt at the edge); a timeout cut short by a deadline is arbitrary.
@@ -123,12 +126,17 @@ impl Sim<'_> {
     /// the same place) unless the server has already answered: an attempt shed or failed at
     /// once has no timer to fire, which in a synchronised herd is millions of pending timers
     /// fewer (issue 17). A job gone after `arrive` was answered or cancelled, and off its
-    /// call's list either way, so its timer would have found nothing in flight.
-    pub(super) fn arrive_timed(&mut self, job: Id, timer: Option<Held>) {
+    /// call's list either way, so its timer would have found nothing in flight. At a tier that
+    /// only forwards, the job is gone either way (`forward`): the attempt is in flight while
+    /// `call` lists the call that stands for it.
+    pub(super) fn arrive_timed(&mut self, call: Id, job: Id, timer: Option<Held>) {
         self.arrive(job);
-        if let Some(t) = timer
-            && self.jobs.get(job).is_some()
-        {
+        let Some(t) = timer else { return };
+        let in_flight = match self.calls.get(call) {
+            Some(c) if self.handed_on(c.layer) => c.job.is_some(),
+            _ => self.jobs.get(job).is_some(),
+        };
+        if in_flight {
             self.cal.schedule(t);
         }
     }
@@ -159,6 +167,9 @@ impl Sim<'_> {
         let Some(first) = self.first_call[tier] else {
             return self.respond(job, Class::Success, Hint::None);
         };
+        if self.forwarding[tier] {
+            return self.forward(job, first, inst, deadline);
+        }
         if let Some(j) = self.jobs.get_mut(job) {
             j.phase = Phase::Downstream(None);
         }
@@ -170,7 +181,7 @@ impl Sim<'_> {
         let mut layer = Some(first);
         let mut calls = Vec::new();
         while let Some(l) = layer {
-            calls.push(self.new_call(job, l, inst, deadline));
+            calls.push(self.new_call(Parent::Job(job), l, inst, deadline));
             layer = self.links[usize::from(l)].next;
         }
         for pair in calls.windows(2) {
@@ -186,17 +197,31 @@ impl Sim<'_> {
         }
     }
 
-    /// The call `job` makes through client layer `layer` (instance `inst`), not yet sent.
-    fn new_call(&mut self, job: Id, layer: u16, inst: u16, deadline: Option<u64>) -> Id {
+    /// The call `parent` makes through client layer `layer` (instance `inst`), not yet sent.
+    fn new_call(&mut self, parent: Parent, layer: u16, inst: u16, deadline: Option<u64>) -> Id {
         let d = deadline.map(|t| Deadline::at(Instant::from_nanos(t)));
         let policy = &self.layers[usize::from(layer)][usize::from(inst)];
         let state = policy.start(self.instant(), RequestInfo::idempotent(), d);
-        self.calls.insert(CallRec::new(layer, inst, Parent::Job(job), state))
+        self.calls.insert(CallRec::new(layer, inst, parent, state))
+    }
+
+    /// `job`, at a tier that only forwards (`Sim::only_forwards`), makes its one call downstream
+    /// through `layer`, and the call takes the job's place: the job's caller lists the call as
+    /// its attempt in flight, and the call answers that caller when it ends (`Parent::Attempt`).
+    fn forward(&mut self, job: Id, layer: u16, inst: u16, deadline: Option<u64>) {
+        let caller = self.jobs.get(job).expect("a job being served exists").caller;
+        self.remove_job(job);
+        let call = self.new_call(Parent::Attempt(caller), layer, inst, deadline);
+        // The job was made and served in this event, so its caller still lists it.
+        let c = self.calls.get_mut(caller).expect("a forwarded attempt's caller exists");
+        debug_assert_eq!(c.job, Some(job));
+        c.job = Some(call);
+        self.send(call);
     }
 
     /// Makes `job`'s call through `layer` its one call downstream, and sends it.
     fn call_dependency(&mut self, job: Id, layer: u16, inst: u16, deadline: Option<u64>) {
-        let call = self.new_call(job, layer, inst, deadline);
+        let call = self.new_call(Parent::Job(job), layer, inst, deadline);
         if let Some(j) = self.jobs.get_mut(job) {
             j.set_down(Some(call));
         }
@@ -261,13 +286,27 @@ impl Sim<'_> {
     fn orphaned(&self, mut job: Id) -> bool {
         loop {
             let Some(j) = self.jobs.get(job) else { return true };
-            let Some(c) = self.calls.get(j.caller) else { return true };
+            let Some(mut c) = self.calls.get(j.caller) else { return true };
             if !self.holds(c, job) {
                 return true;
             }
-            match c.parent {
-                Parent::Edge { .. } => return false,
-                Parent::Job(p) => job = p,
+            let mut call = j.caller;
+            loop {
+                match c.parent() {
+                    Parent::Edge { .. } => return false,
+                    Parent::Job(p) => {
+                        job = p;
+                        break;
+                    }
+                    // `call` stands for an attempt of `up`: `up` must still list it.
+                    Parent::Attempt(up) => {
+                        let Some(u) = self.calls.get(up) else { return true };
+                        if u.job != Some(call) {
+                            return true;
+                        }
+                        (call, c) = (up, u);
+                    }
+                }
             }
         }
     }
@@ -285,6 +324,17 @@ impl Sim<'_> {
         if self.is_hedged(caller) {
             return self.hedge_answer(caller, copy, class, hint);
         }
+        self.attempt_done(caller, class, hint);
+    }
+
+    /// The attempt of `caller` that `call` stood for (at a tier that only forwards) ends with
+    /// `class` and `hint`, as `respond` ends a job's: `caller` hears it if it still waits for it.
+    fn forwarded_done(&mut self, caller: Id, call: Id, class: Class, hint: Hint) {
+        let Some(c) = self.calls.get_mut(caller) else { return };
+        if c.job != Some(call) {
+            return;
+        }
+        c.job = None;
         self.attempt_done(caller, class, hint);
     }
 
@@ -323,9 +373,9 @@ impl Sim<'_> {
         if c.state.attempts() != attempt {
             return false;
         }
-        let Some(job) = c.job.take() else { return false };
+        let (Some(job), layer) = (c.job.take(), c.layer) else { return false };
         if self.spec.cancellation {
-            self.cancel_job(job);
+            self.cancel_attempt(layer, job);
         }
         self.attempt_done(call, Class::Retryable(Transient::Timeout), Hint::None);
         true
@@ -333,7 +383,7 @@ impl Sim<'_> {
 
     pub(super) fn finish_call(&mut self, call: Id, result: Result<(), GiveUp>) {
         let Some(c) = self.calls.get(call) else { return };
-        let (parent, last, layer, inst) = (c.parent, c.last(), c.layer, c.inst);
+        let (parent, last, layer, inst) = (c.parent(), c.last(), c.layer, c.inst);
         let deadline = c.state.deadline();
         let sibling = self.sibling(call);
         self.remove_call(call);
@@ -385,26 +435,34 @@ impl Sim<'_> {
                         self.drop_call(c);
                     }
                 }
-                // What the fail-fast layer answers upward, as the tower client reads it: the
-                // explicit "overloaded; don't retry" is a 503 with a negative pushback; any
-                // other give-up passes the last answer up as it is (a shed 503 keeps its
-                // Retry-After), a timed-out attempt as a 504.
-                let (class, hint) = match result {
-                    Ok(()) => (Class::Success, Hint::None),
-                    Err(g) if g.reason() == GiveUpReason::NotRetryable => {
-                        (Class::NeverRetry, Hint::None)
-                    }
-                    Err(g) if g.is_overloaded() && self.spec.pushback => {
-                        (Class::Overloaded, Hint::DontRetry)
-                    }
-                    Err(_) if self.spec.pushback => match last {
-                        (Class::Retryable(_), hint) if hint != Hint::None => last,
-                        _ => (Class::Retryable(Transient::ServerError), Hint::None),
-                    },
-                    Err(_) => (Class::Retryable(Transient::ServerError), Hint::None),
-                };
+                let (class, hint) = self.upward(result, last);
                 self.respond(job, class, hint);
             }
+            // A tier that only forwards makes one call and no other work: its answer is the
+            // job's (no next dependency, no siblings).
+            Parent::Attempt(caller) => {
+                let (class, hint) = self.upward(result, last);
+                self.forwarded_done(caller, call, class, hint);
+            }
+        }
+    }
+
+    /// What the fail-fast layer answers upward for a call that ended with `result` after
+    /// `last`, as the tower client reads it: the explicit "overloaded; don't retry" is a 503
+    /// with a negative pushback; any other give-up passes the last answer up as it is (a shed
+    /// 503 keeps its Retry-After), a timed-out attempt as a 504.
+    fn upward(&self, result: Result<(), GiveUp>, last: (Class, Hint)) -> (Class, Hint) {
+        match result {
+            Ok(()) => (Class::Success, Hint::None),
+            Err(g) if g.reason() == GiveUpReason::NotRetryable => (Class::NeverRetry, Hint::None),
+            Err(g) if g.is_overloaded() && self.spec.pushback => {
+                (Class::Overloaded, Hint::DontRetry)
+            }
+            Err(_) if self.spec.pushback => match last {
+                (Class::Retryable(_), hint) if hint != Hint::None => last,
+                _ => (Class::Retryable(Transient::ServerError), Hint::None),
+            },
+            Err(_) => (Class::Retryable(Transient::ServerError), Hint::None),
         }
     }
 
@@ -460,12 +518,30 @@ impl Sim<'_> {
         let now = self.instant();
         let Some(c) = self.calls.get_mut(call) else { return };
         self.layers[c.layer as usize][c.inst as usize].abandon(&mut c.state, now);
-        let mut job = c.job.take();
+        let (mut job, layer) = (c.job.take(), c.layer);
         self.remove_call(call);
+        if self.handed_on(layer) {
+            // The call standing for its one attempt (a forwarding tier's callers do not hedge).
+            if let Some(a) = job {
+                self.abandon(a);
+            }
+            return;
+        }
         // Every copy of a hedged call; the one attempt of any other.
         while let Some(j) = job {
             job = self.copy(j);
             self.cancel_job(j);
+        }
+    }
+
+    /// Cancels `att`, the attempt in flight of a call at `layer` (off its list already): a
+    /// job, or at a callee that only forwards the call standing for it, which ends with its
+    /// own attempts as the job's cancellation would have ended it.
+    fn cancel_attempt(&mut self, layer: u16, att: Id) {
+        if self.handed_on(layer) {
+            self.abandon(att);
+        } else {
+            self.cancel_job(att);
         }
     }
 }

@@ -207,7 +207,7 @@ impl Sim<'_> {
         if let Some(at) = next {
             self.cal.push(at.as_nanos(), Kind::Hedge(call));
         }
-        self.arrive_timed(job, timer);
+        self.arrive_timed(call, job, timer);
     }
 
     /// Copy `copy` (1 = the first) of `call` answered (it is already off the list): the first

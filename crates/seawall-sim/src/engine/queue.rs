@@ -11,14 +11,16 @@ use super::slab::Id;
 pub(crate) enum Kind {
     /// The next Poisson edge arrival.
     Arrival,
-    /// The next arrival of herd `n`: `left` clients still to come.
-    Herd { n: u32, left: u64 },
+    /// The next arrival of herd `n` (how many clients are still to come is `Sim::herd_left`:
+    /// a herd has one arrival pending at a time, and a count here would not fit an [`Entry`]).
+    Herd(u32),
     /// A user tries again by hand (`count` refreshes so far).
     Refresh { count: u32 },
     /// A job's service ends.
     ServiceDone(Id),
-    /// Attempt `attempt` of a call times out.
-    Timeout { call: Id, attempt: u32 },
+    /// Attempt `attempt` of a call times out (at most [`seawall::policy::MAX_ATTEMPTS`], or a
+    /// hedged call's copy number, at most gRFC A6's 5: it fits the 8 bits an [`Entry`] has).
+    Timeout { call: Id, attempt: u8 },
     /// A call's backoff ends.
     Retry(Id),
     /// A hedged call's next copy may be due.
@@ -31,16 +33,86 @@ pub(crate) enum Kind {
     Tick,
 }
 
+impl Kind {
+    /// The kind as an [`Entry`] holds it: a tag, an 8-bit field (a timeout's attempt number) and
+    /// one word (an id, a count, a server).
+    #[inline]
+    fn pack(self) -> (u8, u8, u64) {
+        match self {
+            Kind::Arrival => (0, 0, 0),
+            Kind::Herd(n) => (1, 0, u64::from(n)),
+            Kind::Refresh { count } => (2, 0, u64::from(count)),
+            Kind::ServiceDone(job) => (3, 0, job.to_bits()),
+            Kind::Timeout { call, attempt } => (4, attempt, call.to_bits()),
+            Kind::Retry(call) => (5, 0, call.to_bits()),
+            Kind::Hedge(call) => (6, 0, call.to_bits()),
+            Kind::Kick(server) => (7, 0, u64::from(server)),
+            Kind::Restart(server) => (8, 0, u64::from(server)),
+            Kind::Tick => (9, 0, 0),
+        }
+    }
+
+    /// The kind [`Kind::pack`] packed (the casts take back what it widened).
+    #[inline]
+    fn unpack(tag: u8, small: u8, data: u64) -> Kind {
+        match tag {
+            0 => Kind::Arrival,
+            1 => Kind::Herd(data as u32),
+            2 => Kind::Refresh { count: data as u32 },
+            3 => Kind::ServiceDone(Id::from_bits(data)),
+            4 => Kind::Timeout { call: Id::from_bits(data), attempt: small },
+            5 => Kind::Retry(Id::from_bits(data)),
+            6 => Kind::Hedge(Id::from_bits(data)),
+            7 => Kind::Kick(data as u16),
+            8 => Kind::Restart(data as u16),
+            _ => Kind::Tick,
+        }
+    }
+}
+
+/// Bits of [`Entry::order`] below the sequence number: the kind's tag and 8-bit field.
+const KIND_BITS: u32 = 16;
+
+/// One scheduled event in 24 B. A synchronised 5 M-client herd holds about 10 M of them at its
+/// peak (each edge attempt's timeout, each balancer call's backoff), so 8 B less each is 80 MB
+/// (issue 17). As a struct of time, sequence number and [`Kind`] it took 32 B: a `Kind` is 16 B,
+/// its tag beside an 8 B id and an attempt number. Here the tag and the 8-bit field ride in the
+/// low [`KIND_BITS`] of `order`, under the sequence number, and the rest of the kind is one word.
+/// Sequence numbers are unique, so ordering entries by `(at, order)` is ordering them by
+/// `(at, seq)`, exactly as before; 48 bits of sequence number are 2.8 × 10^14 events scheduled in
+/// one run (`Calendar::next_seq` stops the run before they wrap).
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     at: u64,
-    seq: u64,
-    kind: Kind,
+    /// The sequence number above [`KIND_BITS`], the kind's tag and 8-bit field below.
+    order: u64,
+    /// The kind's word ([`Kind::pack`]).
+    data: u64,
+}
+
+impl Entry {
+    #[inline]
+    fn new(at: u64, seq: u64, kind: Kind) -> Entry {
+        let (tag, small, data) = kind.pack();
+        let order = (seq << KIND_BITS) | (u64::from(tag) << 8) | u64::from(small);
+        Entry { at, order, data }
+    }
+
+    #[inline]
+    fn kind(&self) -> Kind {
+        Kind::unpack((self.order >> 8) as u8, self.order as u8, self.data)
+    }
+
+    /// The sequence number it was pushed (or held) with.
+    #[cfg(test)]
+    fn seq(&self) -> u64 {
+        self.order >> KIND_BITS
+    }
 }
 
 impl PartialEq for Entry {
     fn eq(&self, o: &Self) -> bool {
-        (self.at, self.seq) == (o.at, o.seq)
+        (self.at, self.order) == (o.at, o.order)
     }
 }
 impl Eq for Entry {}
@@ -52,7 +124,7 @@ impl PartialOrd for Entry {
 impl Ord for Entry {
     // Reversed: BinaryHeap is a max-heap and we want the earliest first.
     fn cmp(&self, o: &Self) -> Ordering {
-        (o.at, o.seq).cmp(&(self.at, self.seq))
+        (o.at, o.order).cmp(&(self.at, self.order))
     }
 }
 
@@ -62,9 +134,10 @@ const MAX_LANES: usize = 16;
 /// The key of an empty lane in `Calendar::fronts`: later than any event.
 const EMPTY: u128 = u128::MAX;
 
-/// An event's place in the order, `(at, seq)` as one number (one comparison instead of two).
-fn key(at: u64, seq: u64) -> u128 {
-    (u128::from(at) << 64) | u128::from(seq)
+/// An entry's place in the order, `(at, order)` as one number (one comparison instead of two).
+#[inline]
+fn key(e: &Entry) -> u128 {
+    (u128::from(e.at) << 64) | u128::from(e.order)
 }
 
 /// The calendar: a heap for arbitrary times plus FIFO *lanes* for delays that repeat.
@@ -101,10 +174,18 @@ pub(crate) struct Held {
 }
 
 impl Calendar {
+    /// The next sequence number (see [`Entry`] for its 48 bits).
+    #[inline]
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        assert!(self.seq < 1 << (64 - KIND_BITS), "fewer than 2^48 events scheduled in a run");
+        self.seq
+    }
+
     /// Schedules `kind` at `at`.
     pub(crate) fn push(&mut self, at: u64, kind: Kind) {
-        self.seq += 1;
-        self.heap.push(Entry { at, seq: self.seq, kind });
+        let seq = self.next_seq();
+        self.heap.push(Entry::new(at, seq, kind));
     }
 
     /// Takes the place in the order that [`Calendar::push`] would give `kind` now, without
@@ -113,14 +194,14 @@ impl Calendar {
     /// if the server answered at once: such a timer could only fire for nothing, and a
     /// synchronised herd shed at once would otherwise keep millions of them pending.
     pub(crate) fn hold(&mut self, at: u64, kind: Kind) -> Held {
-        self.seq += 1;
-        Held { entry: Entry { at, seq: self.seq, kind }, delay: None }
+        let seq = self.next_seq();
+        Held { entry: Entry::new(at, seq, kind), delay: None }
     }
 
     /// [`Calendar::hold`] for [`Calendar::push_after`].
     pub(crate) fn hold_after(&mut self, now: u64, delay: u64, kind: Kind) -> Held {
-        self.seq += 1;
-        Held { entry: Entry { at: now + delay, seq: self.seq, kind }, delay: Some(delay) }
+        let seq = self.next_seq();
+        Held { entry: Entry::new(now + delay, seq, kind), delay: Some(delay) }
     }
 
     /// Schedules a held event in its place: exactly where it would be had it been pushed when
@@ -156,8 +237,8 @@ impl Calendar {
     /// Schedules `kind` at `at`, no earlier than the last event pushed this way (events planned
     /// up front, in time order).
     pub(crate) fn push_in_order(&mut self, at: u64, kind: Kind) {
-        self.seq += 1;
-        let e = Entry { at, seq: self.seq, kind };
+        let seq = self.next_seq();
+        let e = Entry::new(at, seq, kind);
         if self.lanes.is_empty() {
             self.open_lanes();
         }
@@ -167,8 +248,8 @@ impl Calendar {
 
     /// Schedules `kind` after `delay` from `now`, a delay expected to recur (a lane is used).
     pub(crate) fn push_after(&mut self, now: u64, delay: u64, kind: Kind) {
-        self.seq += 1;
-        let e = Entry { at: now + delay, seq: self.seq, kind };
+        let seq = self.next_seq();
+        let e = Entry::new(now + delay, seq, kind);
         match self.lane_of(delay) {
             Some(i) => self.push_lane(i, e),
             None => self.heap.push(e),
@@ -184,7 +265,7 @@ impl Calendar {
     /// Adds `e`, the latest event of its lane, at the back of lane `i`.
     fn push_lane(&mut self, i: usize, e: Entry) {
         if self.lanes[i].is_empty() {
-            self.fronts[i] = key(e.at, e.seq);
+            self.fronts[i] = key(&e);
         }
         self.lanes[i].push_back(e);
     }
@@ -195,17 +276,17 @@ impl Calendar {
     #[inline]
     fn insert_lane(&mut self, i: usize, e: Entry) {
         let q = &mut self.lanes[i];
-        if q.back().is_none_or(|b| b.seq < e.seq) {
+        if q.back().is_none_or(|b| b.order < e.order) {
             return self.push_lane(i, e);
         }
         if q.insert_from_back(e) {
-            self.fronts[i] = key(e.at, e.seq);
+            self.fronts[i] = key(&e);
         }
     }
 
     /// The earliest event, ties in scheduling order.
     pub(crate) fn pop(&mut self) -> Option<(u64, Kind)> {
-        let mut best = self.heap.peek().map_or(EMPTY, |e| key(e.at, e.seq));
+        let mut best = self.heap.peek().map_or(EMPTY, key);
         let mut lane = usize::MAX;
         for (i, &f) in self.fronts.iter().enumerate() {
             if f < best {
@@ -216,10 +297,10 @@ impl Calendar {
             self.heap.pop()?
         } else {
             let (e, next) = self.lanes[lane].pop_front()?;
-            self.fronts[lane] = next.map_or(EMPTY, |n| key(n.at, n.seq));
+            self.fronts[lane] = next.map_or(EMPTY, key);
             e
         };
-        Some((e.at, e.kind))
+        Some((e.at, e.kind()))
     }
 }
 
@@ -324,10 +405,10 @@ impl Lane {
     /// place is: see [`Calendar::insert_lane`]); true if it is now the front.
     fn insert_from_back(&mut self, e: Entry) -> bool {
         self.push_back(e);
-        let k = key(e.at, e.seq);
+        let k = key(&e);
         let mut r = 0;
         while let Some(&mut before) = self.nth_back(r + 1) {
-            if key(before.at, before.seq) < k {
+            if key(&before) < k {
                 break;
             }
             *self.nth_back(r).expect("the entry after it") = before;
@@ -401,7 +482,7 @@ mod tests {
     }
 
     fn entry(at: u64, seq: u64) -> Entry {
-        Entry { at, seq, kind: Kind::Tick }
+        Entry::new(at, seq, Kind::Tick)
     }
 
     /// A lane spanning blocks is still one FIFO in `(time, sequence)` order, and a held entry
@@ -416,7 +497,7 @@ mod tests {
             l.push_back(entry(5, seq));
         }
         for seq in 0..7 {
-            assert_eq!(l.pop_front().map(|(e, _)| e.seq), Some(seq)); // head moves on in `front`
+            assert_eq!(l.pop_front().map(|(e, _)| e.seq()), Some(seq)); // head moves on in `front`
         }
         assert!(l.insert_from_back(entry(1, 2))); // the earliest: before 7, not among 0..7 read
         for seq in 100..100 + 2 * BLOCK as u64 + 5 {
@@ -427,9 +508,9 @@ mod tests {
         assert!(!l.insert_from_back(entry(20, 1))); // the latest: stays at the back
         let mut seqs = Vec::new();
         while let Some((e, next)) = l.pop_front() {
-            seqs.push(e.seq);
-            let next = next.map(|n| n.seq);
-            assert_eq!(next, l.front().map(|n| n.seq), "pop names the new front");
+            seqs.push(e.seq());
+            let next = next.map(|n| n.seq());
+            assert_eq!(next, l.front().map(|n| n.seq()), "pop names the new front");
         }
         let want: Vec<u64> = [2]
             .into_iter()
@@ -458,7 +539,7 @@ mod tests {
         for _ in 0..20 * BLOCK {
             l.push_back(entry(seq, seq));
             seq += 1;
-            assert_eq!(l.pop_front().map(|(e, _)| e.seq), Some(seq - 1 - 3 * BLOCK as u64));
+            assert_eq!(l.pop_front().map(|(e, _)| e.seq()), Some(seq - 1 - 3 * BLOCK as u64));
             let room = l.front.capacity()
                 + l.rest.iter().map(Vec::capacity).sum::<usize>()
                 + l.spare.as_ref().map_or(0, Vec::capacity);
@@ -469,9 +550,39 @@ mod tests {
     #[test]
     fn entries_stay_small() {
         // One entry per pending timer: a synchronised herd holds about one per call in flight
-        // (its attempt's timeout), so it counts against the per-call budget (see
-        // `size_tests` in engine/mod.rs). Time and sequence (16 B) plus a 16 B `Kind`.
-        assert_eq!(std::mem::size_of::<Kind>(), 16);
-        assert!(std::mem::size_of::<Entry>() <= 32, "calendar entry grew");
+        // (its attempt's timeout) and one per backoff, so it counts against the per-call budget
+        // (see `size_tests` in engine/mod.rs). Time, order and one word of kind.
+        assert_eq!(std::mem::size_of::<Entry>(), 24, "calendar entry grew");
+    }
+
+    /// Every kind comes back from an entry as it went in, and the entry's order is its sequence
+    /// number's. Red if a tag is shared by two kinds (`Kind::Retry` packed with `Kind::Hedge`'s
+    /// 6: a retry pops as a hedge), if the attempt number is dropped (`small` packed as 0), or if
+    /// the kind's bits reach the sequence number (`order` without the shift by `KIND_BITS`).
+    #[test]
+    fn an_entry_gives_back_its_kind_and_its_order() {
+        let id = Id { idx: 0xDEAD_BEEF, generation: std::num::NonZeroU32::new(u32::MAX).unwrap() };
+        let kinds = [
+            Kind::Arrival,
+            Kind::Herd(u32::MAX),
+            Kind::Refresh { count: u32::MAX },
+            Kind::ServiceDone(id),
+            Kind::Timeout { call: id, attempt: u8::MAX },
+            Kind::Retry(id),
+            Kind::Hedge(id),
+            Kind::Kick(u16::MAX),
+            Kind::Restart(u16::MAX),
+            Kind::Tick,
+        ];
+        for (i, kind) in kinds.into_iter().enumerate() {
+            let seq = (1 << 47) + i as u64;
+            let e = Entry::new(7, seq, kind);
+            assert_eq!(format!("{:?}", e.kind()), format!("{kind:?}"));
+            assert_eq!(e.seq(), seq);
+        }
+        // A later sequence number orders later whatever the kinds: the heap's order.
+        let early = Entry::new(7, 5, Kind::Tick);
+        let late = Entry::new(7, 6, Kind::Arrival);
+        assert!(key(&early) < key(&late) && early > late); // `Ord` is reversed for the max-heap
     }
 }

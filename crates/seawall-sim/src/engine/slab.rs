@@ -12,6 +12,20 @@ pub(crate) struct Id {
     pub(crate) generation: NonZeroU32,
 }
 
+impl Id {
+    /// The id as one word (a calendar entry's payload): index above, generation below.
+    pub(crate) fn to_bits(self) -> u64 {
+        (u64::from(self.idx) << 32) | u64::from(self.generation.get())
+    }
+
+    /// The id [`Id::to_bits`] gave. A word with a zero generation names no live slot; it comes
+    /// back with generation 1 rather than panicking (`to_bits` never makes one).
+    pub(crate) fn from_bits(bits: u64) -> Id {
+        let generation = NonZeroU32::new(bits as u32).unwrap_or(NonZeroU32::MIN);
+        Id { idx: (bits >> 32) as u32, generation }
+    }
+}
+
 /// A slot: odd generations are live, even ones free (the bit a separate `live` flag would take).
 #[derive(Debug)]
 struct Slot<T> {

@@ -66,19 +66,19 @@ pub enum BreakerState {
 /// [`Breaker::release`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BreakerPermit {
-    probe: Option<u64>,
+    probe: Option<u32>,
 }
 
 impl BreakerPermit {
     /// The half-open probe it is, if any: what a holder needs to keep to give the permit back
-    /// ([`BreakerPermit::of_probe`]), so a policy's per-call state can keep it in 8 B and two
-    /// flag bits rather than 16 B.
-    pub(crate) fn probe(self) -> Option<u64> {
+    /// ([`BreakerPermit::of_probe`]), so a policy's per-call state can keep it in 4 B and two
+    /// flag bits rather than 8 B.
+    pub(crate) fn probe(self) -> Option<u32> {
         self.probe
     }
 
     /// The permit [`BreakerPermit::probe`] described.
-    pub(crate) fn of_probe(probe: Option<u64>) -> Self {
+    pub(crate) fn of_probe(probe: Option<u32>) -> Self {
         BreakerPermit { probe }
     }
 }
@@ -103,7 +103,7 @@ struct Bucket {
 enum State {
     Closed,
     Open { until: Instant },
-    HalfOpen { probes: Vec<(u64, Instant)> },
+    HalfOpen { probes: Vec<(u32, Instant)> },
 }
 
 #[derive(Debug)]
@@ -112,7 +112,9 @@ struct Inner {
     consecutive: u32,
     buckets: [Bucket; BUCKETS],
     last_open: Duration,
-    next_probe_id: u64,
+    /// Probes are told apart by a number that wraps after 2^32 of them: a permit would have to
+    /// be held across four billion probes to be taken for a newer one.
+    next_probe_id: u32,
 }
 
 /// A circuit breaker. Thread-safe; the closed-state admit path is one atomic load.
@@ -179,7 +181,7 @@ impl Breaker {
                     return Err(Refused { until: oldest + timeout });
                 }
                 let id = inner.next_probe_id;
-                inner.next_probe_id += 1;
+                inner.next_probe_id = inner.next_probe_id.wrapping_add(1);
                 probes.push((id, now));
                 Ok(BreakerPermit { probe: Some(id) })
             }

@@ -126,36 +126,67 @@ impl Attempt {
 
 /// The state of one logical call. Create with [`RetryPolicy::start`].
 ///
-/// Kept small (48 B), because a simulator holds millions at once (a synchronised reconnect
-/// herd): the optional deadline, budget withdrawal and breaker probe are a plain value plus a
-/// bit in `flags` rather than `Option`s (each would pad to twice its size); the last wait is
-/// stored as a `Duration`'s two parts so they pack with the 32-bit fields; and the random stream
-/// is kept as its number and the count of values read (10 B), not as the generator's 32 B state,
-/// which a draw rebuilds from those two. Nothing per call points into the policy: budget,
+/// Kept small (32 B), because a simulator holds millions at once (a synchronised reconnect
+/// herd: 10 M calls in flight): the optional deadline, budget withdrawal and breaker probe are a
+/// plain value plus a bit in `flags` rather than `Option`s (each would pad to twice its size);
+/// the last wait is kept in nanoseconds (it is at most the policy's `max_wait`, at most an hour);
+/// the random stream is kept as its number and the count of values read (5 B), not as the
+/// generator's 32 B state, which a draw rebuilds from those two; and the role and the class of
+/// the last answer are bits of `flags` too. Nothing per call points into the policy: budget,
 /// breaker, control, metrics and the seed source are borrowed from it at decision time.
 pub struct Call {
-    /// The number of the call's random stream in the policy's [`SeedSource`], taken on the
-    /// call's first draw; meaningful only with [`Call::STREAM`]. Most calls never draw (no
-    /// retry, no breaker, a budget that does not draw on admission).
-    stream: u64,
     /// The deadline's instant in nanoseconds; meaningful only with [`Call::DEADLINE`].
     deadline: u64,
-    /// The last wait's whole seconds ([`Duration::as_secs`]).
-    prev_wait_secs: u64,
+    /// The last wait in nanoseconds: at most `PolicyConfig::max_wait` (1 h at most), so exact.
+    prev_wait: u64,
+    /// The number of the call's random stream in the policy's [`SeedSource`], taken on the
+    /// call's first draw; meaningful only with [`Call::STREAM`]. Most calls never draw (no
+    /// retry, no breaker, a budget that does not draw on admission). The low 32 bits of the
+    /// source's count: a policy hands out 2^32 distinct streams, then starts again at 0, so two
+    /// calls four billion calls apart may wait the same jitter.
+    stream: u32,
     /// The breaker probe held ([`BreakerPermit::probe`]); meaningful only with [`Call::PROBE`].
-    probe: u64,
-    /// The last wait's sub-second nanoseconds ([`Duration::subsec_nanos`]).
-    prev_wait_nanos: u32,
+    probe: u32,
     /// The cost of the budget withdrawal held; meaningful only with [`Call::PAID`].
     paid: u32,
     /// Attempts sent so far: at most [`MAX_ATTEMPTS`], since a call past `max_attempts` gives up.
-    attempts: u16,
+    attempts: u8,
     /// Values read from the stream so far, drawn or skipped: at most six per attempt (two
     /// before it, one as it ends, three deciding a retry), so at most 60.
-    draws: u16,
+    draws: u8,
+    /// The flags below, the role ([`Call::FAIL_FAST`]) and the class of the last answer in the
+    /// top bits ([`Call::LAST_SHIFT`], see [`class_code`]).
     flags: u16,
-    last: Option<Class>,
-    role: Role,
+}
+
+/// The class of an attempt's answer in 4 bits (0: none yet), as a [`Call`] keeps it.
+fn class_code(class: Option<Class>) -> u16 {
+    match class {
+        None => 0,
+        Some(Class::Success) => 1,
+        Some(Class::Retryable(Transient::ServerError)) => 2,
+        Some(Class::Retryable(Transient::Timeout)) => 3,
+        Some(Class::Retryable(Transient::Connection)) => 4,
+        Some(Class::Retryable(Transient::ConnectRefused)) => 5,
+        Some(Class::Throttled) => 6,
+        Some(Class::Overloaded) => 7,
+        Some(Class::NeverRetry) => 8,
+    }
+}
+
+/// The class [`class_code`] coded.
+fn class_of_code(code: u16) -> Option<Class> {
+    Some(match code {
+        1 => Class::Success,
+        2 => Class::Retryable(Transient::ServerError),
+        3 => Class::Retryable(Transient::Timeout),
+        4 => Class::Retryable(Transient::Connection),
+        5 => Class::Retryable(Transient::ConnectRefused),
+        6 => Class::Throttled,
+        7 => Class::Overloaded,
+        8 => Class::NeverRetry,
+        _ => return None,
+    })
 }
 
 impl Call {
@@ -170,6 +201,10 @@ impl Call {
     const PROBE: u16 = 1 << 7;
     /// The call has a stream number (`stream`).
     const STREAM: u16 = 1 << 8;
+    /// The call's role is [`Role::FailFast`] (else [`Role::Owner`]).
+    const FAIL_FAST: u16 = 1 << 9;
+    /// Where the 4 bits of the last answer's class start.
+    const LAST_SHIFT: u16 = 12;
 
     #[inline(always)]
     fn has(&self, flag: u16) -> bool {
@@ -183,6 +218,23 @@ impl Call {
         } else {
             self.flags &= !flag;
         }
+    }
+
+    #[inline(always)]
+    fn role(&self) -> Role {
+        if self.has(Self::FAIL_FAST) { Role::FailFast } else { Role::Owner }
+    }
+
+    /// The class of the last attempt's answer.
+    #[inline(always)]
+    fn last(&self) -> Option<Class> {
+        class_of_code(self.flags >> Self::LAST_SHIFT)
+    }
+
+    #[inline(always)]
+    fn set_last(&mut self, class: Class) {
+        let low = self.flags & ((1 << Self::LAST_SHIFT) - 1);
+        self.flags = low | (class_code(Some(class)) << Self::LAST_SHIFT);
     }
 
     /// Attempts sent so far.
@@ -214,10 +266,10 @@ impl Call {
     #[inline]
     fn stream_number(&mut self, seeds: &SeedSource) -> u64 {
         if !self.has(Self::STREAM) {
-            self.stream = seeds.take();
+            self.stream = seeds.take() as u32; // the low 32 bits: see `Call::stream`
             self.set(Self::STREAM, true);
         }
-        self.stream
+        u64::from(self.stream)
     }
 
     /// The call's stream where it stands: its number's stream past the values already read.
@@ -262,11 +314,11 @@ impl Call {
     /// The refusal of a request or report that does not fit the call's state (a finished call,
     /// an attempt already in flight, or none to report): nothing is counted.
     fn not_in_flight(&self) -> GiveUp {
-        GiveUp::new(GiveUpReason::AttemptsExhausted, self.role, self.last)
+        GiveUp::new(GiveUpReason::AttemptsExhausted, self.role(), self.last())
     }
 
     fn prev_wait(&self) -> Duration {
-        Duration::new(self.prev_wait_secs, self.prev_wait_nanos)
+        Duration::from_nanos(self.prev_wait)
     }
 }
 
@@ -283,8 +335,8 @@ impl fmt::Debug for Call {
             .field("prev_wait", &self.prev_wait())
             .field("paid", &self.has(Self::PAID).then(|| Withdrawal::new(self.paid)))
             .field("permit", &self.permit())
-            .field("last", &self.last)
-            .field("role", &self.role)
+            .field("last", &self.last())
+            .field("role", &self.role())
             .finish()
     }
 }
@@ -402,6 +454,9 @@ impl<B: Budget> RetryPolicy<B> {
         deadline: Option<Deadline>,
     ) -> Call {
         let mut flags = 0;
+        if role == Role::FailFast {
+            flags |= Call::FAIL_FAST;
+        }
         if request.safe_to_retry {
             flags |= Call::SAFE_TO_RETRY;
         }
@@ -412,17 +467,14 @@ impl<B: Budget> RetryPolicy<B> {
             flags |= Call::DEADLINE;
         }
         Call {
-            role,
             attempts: 0,
             draws: 0,
             flags,
             deadline: deadline.map_or(0, |d| d.instant().as_nanos()),
             stream: 0,
-            prev_wait_secs: 0,
-            prev_wait_nanos: 0,
+            prev_wait: 0,
             paid: 0,
             probe: 0,
-            last: None,
         }
     }
 
@@ -455,7 +507,7 @@ impl<B: Budget> RetryPolicy<B> {
 
     fn give_up(&self, call: &mut Call, now: Instant, reason: GiveUpReason) -> GiveUp {
         self.finish(call, now, Err(reason));
-        GiveUp::new(reason, call.role, call.last)
+        GiveUp::new(reason, call.role(), call.last())
     }
 
     /// May the next attempt be sent now? On `Ok` send it and report with
@@ -543,7 +595,7 @@ impl<B: Budget> RetryPolicy<B> {
             return false;
         }
         call.set(Call::IN_FLIGHT, false);
-        call.last = Some(class);
+        call.set_last(class);
         // Three kinds of answer, not two: a non-retryable failure (a 404, INVALID_ARGUMENT) is
         // neither a success nor a failure for the token buckets (see `AttemptOutcome`).
         let outcome = match (class, cause) {
@@ -587,7 +639,7 @@ impl<B: Budget> RetryPolicy<B> {
         };
         let reason = if class == Class::Overloaded || hint == Hint::DontRetry {
             Some(GiveUpReason::ServerSaidDontRetry)
-        } else if call.attempts() >= self.cfg.max_attempts || call.role == Role::FailFast {
+        } else if call.attempts() >= self.cfg.max_attempts || call.role() == Role::FailFast {
             Some(GiveUpReason::AttemptsExhausted)
         } else if !call.has(Call::REPLAYABLE) {
             Some(GiveUpReason::NotReplayable)
@@ -637,8 +689,8 @@ impl<B: Budget> RetryPolicy<B> {
                 return Decision::GiveUp(self.give_up(call, now, GiveUpReason::BudgetExhausted));
             }
         }
-        call.prev_wait_secs = wait.as_secs();
-        call.prev_wait_nanos = wait.subsec_nanos();
+        // `wait` is at most `max_wait` (1 h at most), so its nanoseconds fit 64 bits exactly.
+        call.prev_wait = wait.as_nanos() as u64;
         Decision::Retry { after: wait }
     }
 

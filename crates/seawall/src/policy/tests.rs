@@ -373,13 +373,16 @@ fn a_cancelled_retry_ends_the_call_once_as_not_replayable() {
 
 /// A simulator holds one `Call` per call in flight, millions at once in a synchronised
 /// reconnect herd (issue 17's budget: ≤ 128 B per call in flight, attempts and timers
-/// included). 48 B today (the random stream as its number and draw count, the breaker probe
-/// as a value and two flag bits): a field that grows it fails here.
+/// included). 32 B today (the random stream as its number and draw count, the breaker probe
+/// as a value and two flag bits, the role and the last answer's class as flag bits too): a
+/// field that grows it fails here.
 #[test]
 fn a_call_stays_small() {
-    assert!(std::mem::size_of::<Call>() <= 48, "Call grew to {} B", std::mem::size_of::<Call>());
+    assert!(std::mem::size_of::<Call>() <= 32, "Call grew to {} B", std::mem::size_of::<Call>());
 }
 
+/// The deadline to the nanosecond, and the last wait too, up to the longest a policy allows (an
+/// hour, less a nanosecond). Red if the wait is kept coarser (`prev_wait` in milliseconds).
 #[test]
 fn a_call_keeps_its_deadline_and_last_wait_exactly() {
     let p = RetryPolicy::new(PolicyConfig::default(), Unlimited).with_seed(3);
@@ -387,11 +390,52 @@ fn a_call_keeps_its_deadline_and_last_wait_exactly() {
     let call = p.start(T0, RequestInfo::idempotent(), Some(d));
     assert_eq!(call.deadline(), Some(d));
     assert_eq!(p.start(T0, RequestInfo::idempotent(), None).deadline(), None);
-    let mut call = call;
-    let wait = Duration::new(u64::MAX, 999_999_999);
-    call.prev_wait_secs = wait.as_secs();
-    call.prev_wait_nanos = wait.subsec_nanos();
-    assert_eq!(call.prev_wait(), wait);
+    // The longest wait a policy allows, to the nanosecond.
+    let p = RetryPolicy::new(
+        PolicyConfig::default()
+            .with_max_wait(Duration::from_secs(3600))
+            .unwrap()
+            .with_backoff(crate::backoff::Backoff::constant(Duration::ZERO).unwrap())
+            .with_hint_spread(0.0)
+            .unwrap(),
+        Unlimited,
+    );
+    let mut call = p.start(T0, RequestInfo::idempotent(), None);
+    p.before_attempt(&mut call, T0).unwrap();
+    let hint = Hint::After(Duration::new(3599, 999_999_999));
+    let d = p.after_attempt(&mut call, T0, Class::Retryable(Transient::ServerError), hint);
+    assert_eq!(d, Decision::Retry { after: Duration::new(3599, 999_999_999) });
+    assert_eq!(call.prev_wait(), Duration::new(3599, 999_999_999));
+}
+
+/// The role and the last answer's class share `flags` with the flags proper: each comes back
+/// as it was set, whatever the others. Red if two classes share a code (`class_code` giving
+/// `Overloaded` 6, `Throttled`'s), if `set_last` clears the flags below it (`low` taken as 0:
+/// the call forgets its attempt is in flight), or if the role's bit overlaps a flag's.
+#[test]
+fn a_call_keeps_its_role_and_last_class_beside_its_flags() {
+    let classes = [
+        Class::Success,
+        Class::Retryable(Transient::ServerError),
+        Class::Retryable(Transient::Timeout),
+        Class::Retryable(Transient::Connection),
+        Class::Retryable(Transient::ConnectRefused),
+        Class::Throttled,
+        Class::Overloaded,
+        Class::NeverRetry,
+    ];
+    let p = RetryPolicy::new(PolicyConfig::default(), Unlimited);
+    for role in [Role::Owner, Role::FailFast] {
+        for class in classes {
+            let mut call = p.start_as(role, T0, RequestInfo::non_idempotent(), None);
+            assert_eq!((call.role(), call.last()), (role, None));
+            p.before_attempt(&mut call, T0).unwrap();
+            call.set_last(class);
+            assert_eq!((call.role(), call.last()), (role, Some(class)));
+            assert!(call.in_flight() && !call.is_finished());
+            assert!(!call.has(Call::SAFE_TO_RETRY) && call.has(Call::REPLAYABLE));
+        }
+    }
 }
 
 /// A call keeps its stream as a number and a count of values read, and rebuilds it to draw:
