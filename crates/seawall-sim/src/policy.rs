@@ -7,6 +7,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use seawall::backoff::{Backoff, Jitter};
@@ -15,6 +16,7 @@ use seawall::budget::{
     Unlimited,
 };
 use seawall::grpc::{Code, CodeSet, HedgingPolicy};
+use seawall::metrics::Metrics;
 use seawall::policy::{PolicyConfig, RetryPolicy};
 use serde::{Deserialize, Serialize};
 
@@ -360,7 +362,9 @@ impl PolicySpec {
             BudgetKind::Envoy => AnyBudget::Envoy(EnvoyRetryBudget::default()),
             BudgetKind::Adaptive => AnyBudget::Adaptive(AdaptiveThrottle::default()),
         };
-        Ok(RetryPolicy::new(cfg, budget).with_seed(seed))
+        // The simulator keeps its own figures; the policy's counters would go unread.
+        let metrics = Arc::new(Metrics::uncounted());
+        Ok(RetryPolicy::new(cfg, budget).with_seed(seed).with_metrics(metrics))
     }
 }
 
