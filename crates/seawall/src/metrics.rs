@@ -81,7 +81,7 @@ pub struct Metrics {
     attempts_per_call: [AtomicU64; MAX_TRACKED_ATTEMPTS],
     durations: [AtomicU64; DURATION_BUCKETS],
     duration_sum_ns: AtomicU64,
-    /// False for [`Metrics::uncounted`]: nothing is counted.
+    /// True for [`Metrics::uncounted`]: nothing is counted.
     off: bool,
 }
 

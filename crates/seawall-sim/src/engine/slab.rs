@@ -77,8 +77,8 @@ impl<T> Slab<T> {
     }
 
     // Inlined, a record is built in its slot; called, it was built on the caller's stack and
-    // read back in 16-byte pieces through a store-forwarding stall (−5 to −10 % CPU time on
-    // the engine bench: BENCHMARKS.md, "Counters nobody reads").
+    // read back in 16-byte pieces through a store-forwarding stall (−5 to −11 % CPU time on
+    // the engine bench: BENCHMARKS.md, "A record built in its slot").
     #[inline]
     pub(crate) fn insert(&mut self, value: T) -> Id {
         self.live += 1;
