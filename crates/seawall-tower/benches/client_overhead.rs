@@ -40,8 +40,12 @@ use http::{Request, Response};
 use seawall::budget::AnyBudget;
 use seawall::time::CoarseClock;
 use seawall_tower::client::{ClientMetrics, RetryLayer};
-use tower::retry::budget::{Budget, TpsBudget};
+use tower::retry::budget::TpsBudget;
 use tower::{Layer, Service};
+
+#[path = "client_common/mod.rs"]
+mod common;
+use common::TowerPolicy;
 
 fn noop() -> impl Service<
     Request<Bytes>,
@@ -52,42 +56,6 @@ fn noop() -> impl Service<
 + Send
 + 'static {
     tower::service_fn(|_req: Request<Bytes>| ready(Ok(Response::new(Bytes::new()))))
-}
-
-/// tower's retry with the budget it ships: retry 5xx while the budget allows.
-#[derive(Clone)]
-struct TowerPolicy(Arc<TpsBudget>);
-
-impl<E> tower::retry::Policy<Request<Bytes>, Response<Bytes>, E> for TowerPolicy {
-    type Future = Ready<()>;
-
-    fn retry(
-        &mut self,
-        _req: &mut Request<Bytes>,
-        result: &mut Result<Response<Bytes>, E>,
-    ) -> Option<Self::Future> {
-        match result {
-            Ok(r) if !r.status().is_server_error() => {
-                self.0.deposit();
-                None
-            }
-            _ => self.0.withdraw().then(|| ready(())),
-        }
-    }
-
-    fn clone_request(&mut self, req: &Request<Bytes>) -> Option<Request<Bytes>> {
-        TowerPolicy::clone_request(req)
-    }
-}
-
-impl TowerPolicy {
-    fn clone_request(req: &Request<Bytes>) -> Option<Request<Bytes>> {
-        let mut r = Request::new(req.body().clone());
-        *r.method_mut() = req.method().clone();
-        *r.uri_mut() = req.uri().clone();
-        *r.headers_mut() = req.headers().clone();
-        Some(r)
-    }
 }
 
 /// tower's retry keeping its copy of the request but never consulting a budget: tower's
