@@ -142,6 +142,11 @@ fn a_run_prints_the_table_and_writes_the_shared_results() {
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(v["load"]["totals"]["good"], 100);
     assert!(v["load"]["latency_ms"]["p99"].as_f64().unwrap() > 0.0);
+    // From the send the latency is the target's own: never above the one from the schedule.
+    let (sched, sent) = (&v["load"]["latency_ms"], &v["load"]["latency_from_send_ms"]);
+    assert_eq!(sent["count"], 100);
+    assert!(sent["max"].as_f64().unwrap() <= sched["max"].as_f64().unwrap(), "{sent} {sched}");
+    assert!(stderr.contains("latency from the send"), "{stderr}");
     assert!(dir.join("report.html").exists());
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(&body);

@@ -3,7 +3,8 @@
 //!
 //! Each test names the change that turns it red:
 //! - awaiting each request before the next send (closed loop) → `sends_on_schedule_…`;
-//! - measuring latency from the actual send instead of the scheduled one → `a_stalled_…`;
+//! - measuring latency from the actual send instead of the scheduled one, or the latency "from
+//!   the send" from the schedule → `a_stalled_…`;
 //! - dropping the lateness check → `requests_too_late_…`; the in-flight check → `at_max_in_…`;
 //! - dropping a due request when every slot is busy instead of letting it wait for one (the
 //!   old dispatcher) → `a_burst_owed_…` and `at_max_in_…`;
@@ -120,6 +121,10 @@ async fn a_stalled_sender_charges_its_stall_to_latency() {
     assert!((max0 - 10.0).abs() < 0.2, "undisturbed second: {max0} ms");
     assert!((max1 - 210.0).abs() < 2.5, "stalled second: {max1} ms");
     assert_eq!(rec.seconds[1].latency.count_between(19_000, 211_000), 20);
+    // From the send, every request took the fake's 10 ms: the stall is the generator's.
+    let from_send = (ms(rec.from_send.min()), ms(rec.from_send.max()));
+    assert!((from_send.0 - 10.0).abs() < 0.1 && (from_send.1 - 10.0).abs() < 0.1, "{from_send:?}");
+    assert_eq!(rec.from_send.len(), 200);
     // The deadline header carries what is left of the deadline from the schedule.
     let calls = fake.calls.lock().unwrap();
     assert_eq!(calls[100].1, 800 * MS, "due at 1.0 s, sent at 1.2 s");

@@ -245,9 +245,11 @@ impl<T: Transport, K: Timer> Shared<T, K> {
                         Ok(o) => o,
                         Err(_) => Outcome::Deadline,
                     };
-                    let latency = self.timer.now().saturating_duration_since(at);
+                    let end = self.timer.now();
+                    let latency = end.saturating_duration_since(at);
+                    let from_send = end.saturating_duration_since(now);
                     self.in_flight.fetch_sub(1, Ordering::AcqRel);
-                    lock(&self.rec).done(sec, outcome, latency);
+                    lock(&self.rec).done(sec, outcome, latency, from_send);
                 }
             }
         }

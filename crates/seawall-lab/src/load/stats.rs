@@ -83,6 +83,10 @@ pub struct Recorder {
     pub seconds: Vec<Second>,
     /// Latency of the whole run, microseconds (three significant digits).
     pub overall: Histogram<u64>,
+    /// Latency of the whole run from each request's actual send rather than its schedule: the
+    /// target's own response time (k6's `http_req_duration`), without the generator's lag or a
+    /// wait for a free connection. Microseconds, three significant digits.
+    pub from_send: Histogram<u64>,
     /// Worst lag of a sent request behind its scheduled time.
     pub max_lag: Duration,
     /// Most requests in flight at once.
@@ -95,6 +99,7 @@ impl Recorder {
         Self {
             seconds: (0..seconds.max(1)).map(|_| Second::new()).collect(),
             overall: Histogram::new_with_bounds(1, LATENCY_MAX_US, 3).expect("static bounds"),
+            from_send: Histogram::new_with_bounds(1, LATENCY_MAX_US, 3).expect("static bounds"),
             max_lag: Duration::ZERO,
             peak_in_flight: 0,
         }
@@ -140,12 +145,14 @@ impl Recorder {
             a.latency.add(&b.latency).expect("same bounds");
         }
         self.overall.add(&o.overall).expect("same bounds");
+        self.from_send.add(&o.from_send).expect("same bounds");
         self.max_lag = self.max_lag.max(o.max_lag);
         self.peak_in_flight += o.peak_in_flight;
     }
 
-    /// The request due in `sec` ended with `outcome`, `latency` after its scheduled time.
-    pub fn done(&mut self, sec: usize, outcome: Outcome, latency: Duration) {
+    /// The request due in `sec` ended with `outcome`, `latency` after its scheduled time and
+    /// `from_send` after it was sent.
+    pub fn done(&mut self, sec: usize, outcome: Outcome, latency: Duration, from_send: Duration) {
         let s = self.at(sec);
         let timed = match outcome {
             Outcome::Status(c) if (200..300).contains(&c) => {
@@ -178,10 +185,12 @@ impl Recorder {
             }
         };
         if timed {
-            let us =
-                u64::try_from(latency.as_micros()).unwrap_or(u64::MAX).clamp(1, LATENCY_MAX_US);
-            s.latency.saturating_record(us);
-            self.overall.saturating_record(us);
+            let us = |d: Duration| {
+                u64::try_from(d.as_micros()).unwrap_or(u64::MAX).clamp(1, LATENCY_MAX_US)
+            };
+            s.latency.saturating_record(us(latency));
+            self.overall.saturating_record(us(latency));
+            self.from_send.saturating_record(us(from_send));
         }
     }
 }
@@ -194,13 +203,13 @@ mod tests {
     fn outcomes_land_in_one_bucket_each() {
         let mut r = Recorder::new(2);
         let ms = Duration::from_millis;
-        r.done(0, Outcome::Status(204), ms(5));
-        r.done(0, Outcome::Status(503), ms(7));
-        r.done(0, Outcome::Status(404), ms(1));
-        r.done(0, Outcome::Status(302), ms(1));
-        r.done(0, Outcome::Connect, ms(1));
-        r.done(0, Outcome::Other, ms(1));
-        r.done(9, Outcome::Deadline, ms(1000));
+        r.done(0, Outcome::Status(204), ms(5), ms(5));
+        r.done(0, Outcome::Status(503), ms(7), ms(7));
+        r.done(0, Outcome::Status(404), ms(1), ms(1));
+        r.done(0, Outcome::Status(302), ms(1), ms(1));
+        r.done(0, Outcome::Connect, ms(1), ms(1));
+        r.done(0, Outcome::Other, ms(1), ms(1));
+        r.done(9, Outcome::Deadline, ms(1000), ms(1000));
         let s = &r.seconds[0];
         assert_eq!((s.good, s.status_5xx, s.status_4xx, s.other, s.connect), (1, 1, 1, 2, 1));
         assert_eq!(r.seconds[1].deadline, 1, "past the end lands in the last second");
