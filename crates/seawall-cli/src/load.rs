@@ -133,7 +133,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let json = out.to_json();
     std::fs::write(args.out.join("results.json"), &json).context("writing results.json")?;
-    let html = seawall_report::render_html(&out.results);
+    let html = out.render_html();
     std::fs::write(args.out.join("report.html"), html).context("writing report.html")?;
     if args.json {
         print!("{json}");

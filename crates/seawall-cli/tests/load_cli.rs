@@ -147,7 +147,9 @@ fn a_run_prints_the_table_and_writes_the_shared_results() {
     assert_eq!(sent["count"], 100);
     assert!(sent["max"].as_f64().unwrap() <= sched["max"].as_f64().unwrap(), "{sent} {sched}");
     assert!(stderr.contains("latency from the send"), "{stderr}");
-    assert!(dir.join("report.html").exists());
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("Latency over the run") && html.contains("<td>from the send</td>"));
+    assert_eq!(html.matches("<tr><td>").count(), 1 + 2 + 2, "summary, latency, one row a second");
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(&body);
 }

@@ -175,3 +175,26 @@ fn verdicts_in_plain_words() {
     assert!(html.contains("healthy — goodput"));
     assert!(html.contains("none injected"));
 }
+
+/// Tables the shared results have no field for (a load test's latency) come after the summary,
+/// every text escaped; with none the page is `render_html`'s, byte for byte. Turns red if the
+/// cells or the heading are written raw, or the tables are left out.
+#[test]
+fn extra_tables_follow_the_summary_escaped() {
+    use seawall_report::{ExtraTable, render_html_with};
+    let r = results();
+    assert_eq!(render_html_with(&r, &[]), render_html(&r));
+    let t = ExtraTable {
+        title: "Latency <ms>".into(),
+        note: "from the \"send\"".into(),
+        header: vec!["t".into(), "p50 & p99".into()],
+        rows: vec![vec!["0".into(), "<b>1.5</b>".into()]],
+    };
+    let html = render_html_with(&r, &[t]);
+    balanced_tags(&html).unwrap();
+    assert!(html.contains(r#"<h2 class="sec extra">Latency &lt;ms&gt;</h2>"#), "{html}");
+    assert!(html.contains("from the &quot;send&quot;"));
+    assert!(html.contains("<th>p50 &amp; p99</th>"));
+    assert!(html.contains("<td>&lt;b&gt;1.5&lt;/b&gt;</td>") && !html.contains("<b>1.5"));
+    assert!(html.find("Summary").unwrap() < html.find("Latency &lt;ms&gt;").unwrap());
+}

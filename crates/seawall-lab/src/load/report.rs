@@ -6,7 +6,7 @@
 //! `series.bottom_attempts_rps` the requests actually sent. What the shared format has no field
 //! for — drops, errors by kind, latency — sits beside it under the key `load`.
 
-use seawall_report::{Results, Run, Series, Source, summarize};
+use seawall_report::{ExtraTable, Results, Run, Series, Source, summarize};
 use serde::{Deserialize, Serialize};
 
 use super::spec::LoadSpec;
@@ -238,6 +238,65 @@ impl LoadResults {
         let mut s = serde_json::to_string_pretty(self).expect("results serialize");
         s.push('\n');
         s
+    }
+
+    /// `report.html`: the shared report of the results, with the load's own figures under
+    /// its summary (the latency over the run from the schedule and from the send, and the
+    /// per-second counts and latency of the terminal table).
+    pub fn render_html(&self) -> String {
+        let l = &self.load;
+        let ms = |v: Option<f64>| v.map_or_else(|| "—".into(), |v| format!("{v:.3}"));
+        let pct = |lat: &Latency| vec![ms(lat.p50), ms(lat.p90), ms(lat.p99), ms(lat.max)];
+        let heads = |first: &[&str]| {
+            let mut h: Vec<String> = first.iter().map(|s| s.to_string()).collect();
+            h.extend(["p50 ms", "p90 ms", "p99 ms", "max ms"].map(String::from));
+            h
+        };
+        let row = |name: &str, lat: &Latency| {
+            let mut r = vec![name.to_string(), lat.count.to_string()];
+            r.extend(pct(lat));
+            r
+        };
+        let overall = ExtraTable {
+            title: "Latency over the run".into(),
+            note: format!(
+                "From the schedule: from each request's scheduled send time to the end of its \
+                 answer, so the generator's own lag (worst {:.1} ms; its timer fires on 1 ms \
+                 ticks) and any wait for a free connection count, and a request at its deadline \
+                 counts at the deadline. From the send: the target's own response time.",
+                l.max_lag_ms
+            ),
+            header: heads(&["measured", "requests"]),
+            rows: vec![
+                row("from the schedule", &l.latency_ms),
+                row("from the send", &l.latency_from_send_ms),
+            ],
+        };
+        let per_second = ExtraTable {
+            title: "Each second".into(),
+            note: format!(
+                "Requests by the second they were due. Dropped: not sent within {} ms of their \
+                 time, or waiting for one of {} connections. Latency from the schedule.",
+                l.max_lateness_ms, l.max_in_flight
+            ),
+            header: heads(&["t (s)", "offered", "sent", "dropped", "good", "errors"]),
+            rows: l
+                .per_second
+                .iter()
+                .map(|s| {
+                    let c = &s.counts;
+                    let errors = c.connect + c.deadline + c.status_5xx + c.status_4xx + c.other;
+                    let mut r: Vec<String> = [s.t as u64, c.offered, c.sent, c.dropped(), c.good]
+                        .iter()
+                        .map(u64::to_string)
+                        .collect();
+                    r.push(errors.to_string());
+                    r.extend(pct(&s.latency_ms));
+                    r
+                })
+                .collect(),
+        };
+        seawall_report::render_html_with(&self.results, &[overall, per_second])
     }
 
     /// The per-second table and the totals, for a terminal.

@@ -64,6 +64,25 @@ impl<'a> Col<'a> {
 /// by side in columns of charts on shared axes, the fault window shaded, then the summary table
 /// and how to read it. Deterministic: equal results give byte-identical pages.
 pub fn render_html(results: &Results) -> String {
+    render_html_with(results, &[])
+}
+
+/// A table of figures the shared [`Results`] have no field for (a load test's latency, say),
+/// shown under the summary. Every text is escaped when rendered.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ExtraTable {
+    /// Its heading.
+    pub title: String,
+    /// A sentence under the heading: what the figures are and how they were measured.
+    pub note: String,
+    /// Column headings.
+    pub header: Vec<String>,
+    /// The cells, row by row.
+    pub rows: Vec<Vec<String>>,
+}
+
+/// [`render_html`] with `extra` tables after the summary table, in order.
+pub fn render_html_with(results: &Results, extra: &[ExtraTable]) -> String {
     let cols: Vec<Col<'_>> = results.runs.iter().map(|r| Col::new(r, results, None)).collect();
     let mut body = text::header(results, None);
     body.push_str(&columns(&cols, x_max(&[results], &cols)));
@@ -71,6 +90,9 @@ pub fn render_html(results: &Results) -> String {
     body.push_str(r#"<h2 class="sec">Summary</h2>"#);
     body.push_str(&text::summary_table(results));
     body.push_str(&text::hedging_table(results));
+    for t in extra {
+        body.push_str(&text::extra_table(t));
+    }
     body.push_str("</div>");
     body.push_str(&text::how_to_read());
     body.push_str("</section>");

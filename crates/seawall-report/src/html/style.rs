@@ -88,6 +88,7 @@ section.after { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2
 .howto { background: #f4f6f8; border-radius: 8px; padding: 4px 18px 10px; font-size: 14px; }
 .howto dt { font-weight: 700; margin-top: 8px; } .howto dd { margin: 0; }
 h2.sec { font-size: 18px; margin: 0 0 4px; }
+h2.sec.extra { margin-top: 20px; } p.note { color: var(--muted); font-size: 13px; margin: 0 0 6px; }
 section.phase { margin: 0 0 22px; } section.phase .verdict { font-size: 18px; }
 svg.phase .cl { font-size: 11px; text-anchor: middle; fill: #1b1f24; font-weight: 600; }
 svg.phase .cl.on { fill: #fff; }

@@ -156,6 +156,28 @@ pub(super) fn summary_table(r: &Results) -> String {
     s
 }
 
+/// One [`ExtraTable`](super::ExtraTable): heading, note and cells, all escaped.
+pub(super) fn extra_table(t: &super::ExtraTable) -> String {
+    let mut s = format!(r#"<h2 class="sec extra">{}</h2>"#, esc(&t.title));
+    if !t.note.is_empty() {
+        let _ = write!(s, r#"<p class="note">{}</p>"#, esc(&t.note));
+    }
+    s.push_str("<table><thead><tr>");
+    for h in &t.header {
+        let _ = write!(s, "<th>{}</th>", esc(h));
+    }
+    s.push_str("</tr></thead><tbody>");
+    for row in &t.rows {
+        s.push_str("<tr>");
+        for cell in row {
+            let _ = write!(s, "<td>{}</td>", esc(cell));
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</tbody></table>");
+    s
+}
+
 /// What each hedging layer did (the cells of [`render_hedging`](crate::render_hedging)); empty
 /// when no run hedges.
 pub(super) fn hedging_table(r: &Results) -> String {
