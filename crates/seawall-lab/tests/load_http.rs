@@ -218,6 +218,8 @@ async fn max_in_flight_drops_are_counted() {
     assert!(t.dropped_full >= 1, "dropped at max in flight: {}", t.dropped_full);
     assert_eq!(t.deadline, t.sent);
     assert!(out.load.peak_in_flight <= 5 && out.load.peak_connections <= 5, "{:?}", out.load);
+    // Each request abandoned at its deadline closes its connection: one opened per request sent.
+    assert_eq!(out.load.connections_opened as u64, t.sent, "{:?}", out.load);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -57,7 +57,7 @@ pub use drive::{
     Admit, Bounds, Progress, Shard, Timer, TokioTimer, Transport, admit, drive, drive_shard,
 };
 pub use error::{LoadError, LoadErrorKind};
-pub use http::HttpTransport;
+pub use http::{Connections, HttpTransport};
 pub use report::{Counts, Latency, LoadReport, LoadResults, SecondReport};
 pub use schedule::{Schedule, Stage};
 pub use spec::{
@@ -72,7 +72,7 @@ pub async fn run(spec: &LoadSpec, url: &str, progress: impl FnMut(&Progress)) ->
     let rec =
         drive(&spec.schedule, spec.bounds, spec.deadline, transport.clone(), TokioTimer, progress)
             .await;
-    LoadResults::new(spec, url, &rec, transport.peak_connections())
+    LoadResults::new(spec, url, &rec, transport.connections())
 }
 
 /// Runs `spec` on `spec.threads` threads of its own (at most [`MAX_THREADS`], at most max in
@@ -107,7 +107,7 @@ pub fn run_blocking(
                     let (s, d) = (&spec.schedule, spec.deadline);
                     let rec =
                         drive_shard(s, shard, bounds, d, transport.clone(), TokioTimer, send).await;
-                    (rec, transport.peak_connections())
+                    (rec, transport.connections())
                 }))
             });
         threads.push(t.map_err(|e| run_err(format!("starting a thread: {e}")))?);
@@ -130,14 +130,16 @@ pub fn run_blocking(
         }
     }
     let mut rec = Recorder::new(spec.schedule.seconds());
-    let mut conns = 0;
+    // Each thread's peak is summed: an upper bound of the peak of the sum, as for in flight.
+    let mut conns = Connections::default();
     for t in threads {
         let (r, c) = t
             .join()
             .map_err(|_| run_err("a generator thread panicked".into()))?
             .map_err(|e| run_err(format!("starting the runtime: {e}")))?;
         rec.merge(&r);
-        conns += c;
+        conns.peak += c.peak;
+        conns.opened += c.opened;
     }
     Ok(LoadResults::new(spec, url, &rec, conns))
 }

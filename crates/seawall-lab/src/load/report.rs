@@ -9,6 +9,7 @@
 use seawall_report::{ExtraTable, Results, Run, Series, Source, summarize};
 use serde::{Deserialize, Serialize};
 
+use super::http::Connections;
 use super::spec::LoadSpec;
 use super::stats::{Recorder, Second};
 use hdrhistogram::{Counter, Histogram};
@@ -130,6 +131,9 @@ pub struct LoadReport {
     pub peak_in_flight: usize,
     /// Most connections open at once.
     pub peak_connections: usize,
+    /// Connections opened over the run (absent from files written before it existed).
+    #[serde(default)]
+    pub connections_opened: usize,
     /// Per second.
     pub per_second: Vec<SecondReport>,
 }
@@ -146,7 +150,7 @@ pub struct LoadResults {
 
 impl LoadResults {
     /// Builds the results of `spec` from what the driver counted.
-    pub fn new(spec: &LoadSpec, url: &str, rec: &Recorder, peak_connections: usize) -> Self {
+    pub fn new(spec: &LoadSpec, url: &str, rec: &Recorder, connections: Connections) -> Self {
         let per_second: Vec<SecondReport> = rec
             .seconds
             .iter()
@@ -227,7 +231,8 @@ impl LoadResults {
             // Whole microseconds, as the latencies: a value that survives a JSON round trip.
             max_lag_ms: rec.max_lag.as_micros() as f64 / 1000.0,
             peak_in_flight: rec.peak_in_flight,
-            peak_connections,
+            peak_connections: connections.peak,
+            connections_opened: connections.opened,
             per_second,
         };
         Self { results, load }
@@ -276,8 +281,9 @@ impl LoadResults {
             title: "Each second".into(),
             note: format!(
                 "Requests by the second they were due. Dropped: not sent within {} ms of their \
-                 time, or waiting for one of {} connections. Latency from the schedule.",
-                l.max_lateness_ms, l.max_in_flight
+                 time, or waiting for one of {} connections ({} open at most, {} opened in all). \
+                 Latency from the schedule.",
+                l.max_lateness_ms, l.max_in_flight, l.peak_connections, l.connections_opened
             ),
             header: heads(&["t (s)", "offered", "sent", "dropped", "good", "errors"]),
             rows: l
@@ -332,14 +338,15 @@ impl LoadResults {
         row("all", &l.totals, &l.latency_ms);
         let _ = writeln!(
             out,
-            "dropped: {} late (> {} ms behind schedule), {} at max in flight ({}); generator lag max {:.1} ms; peak in flight {}, connections {}",
+            "dropped: {} late (> {} ms behind schedule), {} at max in flight ({}); generator lag max {:.1} ms; peak in flight {}, connections {} at once, {} opened",
             l.totals.dropped_late,
             l.max_lateness_ms,
             l.totals.dropped_full,
             l.max_in_flight,
             l.max_lag_ms,
             l.peak_in_flight,
-            l.peak_connections
+            l.peak_connections,
+            l.connections_opened
         );
         let f = &l.latency_from_send_ms;
         let _ = writeln!(

@@ -98,6 +98,15 @@ fn push_decimal(out: &mut Vec<u8>, n: u64) {
     out.extend_from_slice(&digits[i..]);
 }
 
+/// What a run did with its connections.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Connections {
+    /// Most open at once.
+    pub peak: usize,
+    /// Opened in all (attempts, successful or not).
+    pub opened: usize,
+}
+
 /// Sends the spec's request over per-worker HTTP/1.1 connections.
 #[derive(Debug)]
 pub struct HttpTransport {
@@ -108,6 +117,7 @@ pub struct HttpTransport {
     head_request: bool,
     open: Arc<AtomicUsize>,
     peak: AtomicUsize,
+    opened: AtomicUsize,
 }
 
 impl HttpTransport {
@@ -138,18 +148,23 @@ impl HttpTransport {
             head_request: spec.method == Method::HEAD,
             open: Arc::new(AtomicUsize::new(0)),
             peak: AtomicUsize::new(0),
+            opened: AtomicUsize::new(0),
         }
     }
 
-    /// Most connections open at once so far.
-    pub fn peak_connections(&self) -> usize {
-        self.peak.load(Ordering::Relaxed)
+    /// Most connections open at once so far, and how many were opened in all.
+    pub fn connections(&self) -> Connections {
+        Connections {
+            peak: self.peak.load(Ordering::Relaxed),
+            opened: self.opened.load(Ordering::Relaxed),
+        }
     }
 
     async fn connect(&self) -> Option<Conn> {
         let n = self.open.fetch_add(1, Ordering::AcqRel) + 1;
         let open = Open(self.open.clone());
         self.peak.fetch_max(n, Ordering::Relaxed);
+        self.opened.fetch_add(1, Ordering::Relaxed);
         let tcp = TcpStream::connect(self.addr).await.ok()?;
         tcp.set_nodelay(true).ok()?;
         Some(Conn {
