@@ -43,9 +43,9 @@ pub(crate) struct Args {
     /// at a time). A request due while this many are outstanding waits for the first to end
     /// (wrk2's correction: its latency still runs from its scheduled time); it is dropped and
     /// counted only if it waits longer than --max-lateness-ms. Split evenly between the
-    /// generator's threads (one per two cores: the target shares the machine). The connections
-    /// take requests in turn, each one every max-in-flight / rate seconds, so at a low rate a
-    /// short run opens a connection per request; a lower bound keeps fewer connections warm.
+    /// generator's threads (one per two cores: the target shares the machine). Connections are
+    /// opened as needed and reused, the one that came free last first, so a low rate keeps a
+    /// few warm.
     #[arg(long, default_value_t = 512)]
     max_in_flight: usize,
     /// A request not sent within this of its scheduled time — waiting for a free slot, or the

@@ -9,7 +9,7 @@
 //!
 //! # Workers pulling due requests
 //!
-//! A driver runs `max_in_flight` workers, one per connection slot. Each takes the next
+//! A driver runs `max_in_flight` workers, one per request in flight. Each takes the next
 //! unclaimed arrival of the schedule, sleeps until it is due (if it is not yet), sends it, waits
 //! for the answer or the deadline, and takes the next one. While every worker is busy, due
 //! requests wait in the schedule — the queue is the schedule itself, bounded in time — and the
@@ -76,7 +76,8 @@ impl Timer for TokioTimer {
 
 /// Something that sends one request.
 pub trait Transport: Send + Sync + 'static {
-    /// What one worker keeps between its requests (for HTTP/1.1, its connection); every worker
+    /// What one worker keeps between its requests (the HTTP transport keeps its connections in
+    /// a pool of its own and needs nothing here); every worker
     /// starts with the default.
     type Slot: Default + Send + 'static;
 
@@ -218,7 +219,8 @@ impl<T: Transport, K: Timer> Shared<T, K> {
         next
     }
 
-    /// One connection slot: takes up due requests one after another until none are left.
+    /// One slot of the in-flight bound: takes up due requests one after another until none are
+    /// left.
     async fn worker(self: Arc<Self>) {
         let mut slot = T::Slot::default();
         while let Some(offset) = self.claim() {

@@ -1,13 +1,16 @@
-//! The HTTP/1.1 transport: one keep-alive connection per worker, to one loopback address, and a
-//! small client of its own.
+//! The HTTP/1.1 transport: keep-alive connections to one loopback address, shared by the
+//! driver's workers through a pool, and a small client of its own.
 //!
-//! HTTP/1.1 carries one request at a time per connection, and the driver's workers send one
-//! request at a time each, so each worker owns its connection (its [`Transport::Slot`]): opened
-//! when its first request finds none, kept for the next. So there are never more connections
-//! than `max_in_flight`, and no pool to share. A connection whose request was abandoned at its
-//! deadline is closed (its response may still be on the way), and so is one that broke, sent
-//! something it should not have, or said it would close; a fresh one replaces it on demand, its
-//! connect time charged to that request.
+//! HTTP/1.1 carries one request at a time per connection. A request takes the connection that
+//! came free most recently (as hyper's pool does), or opens one when none is idle, and puts it
+//! back once its answer is read to the end. So there are never more connections than requests
+//! in flight at once (`max_in_flight` at most), and a low rate keeps a few warm connections busy
+//! instead of opening one per request: the driver's workers take arrivals in turn, and a
+//! connection of each worker's own would carry a request only every `max_in_flight / rate`
+//! seconds. A connection whose request was abandoned at its deadline is closed (its response
+//! may still be on the way), and so is one that broke, sent something it should not have, or
+//! said it would close; a fresh one replaces it on demand, its connect time charged to that
+//! request.
 //!
 //! # Why not hyper's client
 //!
@@ -25,8 +28,8 @@
 pub mod parse;
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
@@ -50,7 +53,7 @@ impl Drop for Open {
     }
 }
 
-/// One worker's connection.
+/// One keep-alive connection.
 #[derive(Debug)]
 pub struct Conn {
     tcp: TcpStream,
@@ -107,7 +110,7 @@ pub struct Connections {
     pub opened: usize,
 }
 
-/// Sends the spec's request over per-worker HTTP/1.1 connections.
+/// Sends the spec's request over pooled HTTP/1.1 keep-alive connections.
 #[derive(Debug)]
 pub struct HttpTransport {
     addr: SocketAddr,
@@ -118,6 +121,8 @@ pub struct HttpTransport {
     open: Arc<AtomicUsize>,
     peak: AtomicUsize,
     opened: AtomicUsize,
+    /// Connections with nothing in flight, the one that came free last on top.
+    idle: Mutex<Vec<Conn>>,
 }
 
 impl HttpTransport {
@@ -149,6 +154,7 @@ impl HttpTransport {
             open: Arc::new(AtomicUsize::new(0)),
             peak: AtomicUsize::new(0),
             opened: AtomicUsize::new(0),
+            idle: Mutex::new(Vec::new()),
         }
     }
 
@@ -214,10 +220,22 @@ impl HttpTransport {
         Ok((head.status, head.keep_alive && c.buf.is_empty()))
     }
 
-    /// The connection is taken out of `slot` for the request and put back only once its answer
-    /// has been read to the end: a request abandoned at its deadline drops (closes) it.
-    async fn send(&self, slot: &mut Option<Conn>, remaining: Duration) -> Outcome {
-        let mut c = match slot.take().filter(Conn::still_idle) {
+    /// The most recently freed idle connection that can still carry a request (the others on
+    /// the way are closed).
+    fn take_idle(&self) -> Option<Conn> {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        while let Some(c) = idle.pop() {
+            if c.still_idle() {
+                return Some(c);
+            }
+        }
+        None
+    }
+
+    /// The connection is taken out of the pool for the request and put back only once its
+    /// answer has been read to the end: a request abandoned at its deadline drops (closes) it.
+    async fn send(&self, remaining: Duration) -> Outcome {
+        let mut c = match self.take_idle() {
             Some(c) => c,
             None => match self.connect().await {
                 Some(c) => c,
@@ -227,7 +245,7 @@ impl HttpTransport {
         match self.exchange(&mut c, remaining).await {
             Ok((status, reuse)) => {
                 if reuse {
-                    *slot = Some(c);
+                    self.idle.lock().unwrap_or_else(PoisonError::into_inner).push(c);
                 }
                 Outcome::Status(status)
             }
@@ -237,14 +255,11 @@ impl HttpTransport {
 }
 
 impl Transport for HttpTransport {
-    type Slot = Option<Conn>;
+    /// Connections are the pool's, not a worker's.
+    type Slot = ();
 
-    fn call(
-        &self,
-        slot: &mut Option<Conn>,
-        remaining: Duration,
-    ) -> impl Future<Output = Outcome> + Send {
-        self.send(slot, remaining)
+    fn call(&self, _: &mut (), remaining: Duration) -> impl Future<Output = Outcome> + Send {
+        self.send(remaining)
     }
 }
 
