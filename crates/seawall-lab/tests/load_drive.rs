@@ -35,9 +35,7 @@ impl Fake {
 }
 
 impl Transport for Fake {
-    type Slot = ();
-
-    async fn call(&self, _: &mut (), remaining: Duration) -> Outcome {
+    async fn call(&self, remaining: Duration) -> Outcome {
         self.calls.lock().unwrap().push((Instant::now(), remaining));
         tokio::time::sleep(self.service).await;
         Outcome::Status(200)

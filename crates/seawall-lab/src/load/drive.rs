@@ -76,19 +76,10 @@ impl Timer for TokioTimer {
 
 /// Something that sends one request.
 pub trait Transport: Send + Sync + 'static {
-    /// What one worker keeps between its requests (the HTTP transport keeps its connections in
-    /// a pool of its own and needs nothing here); every worker
-    /// starts with the default.
-    type Slot: Default + Send + 'static;
-
     /// Sends one request whose deadline is `remaining` from now (the `Request-Timeout-Ms` it
-    /// carries), with the calling worker's `slot`. The driver enforces the deadline by dropping
-    /// the future when it passes, so what the slot holds must survive that (or be taken out).
-    fn call(
-        &self,
-        slot: &mut Self::Slot,
-        remaining: Duration,
-    ) -> impl Future<Output = Outcome> + Send;
+    /// carries). The driver enforces the deadline by dropping the future when it passes, so
+    /// whatever the call holds (an HTTP connection) must survive that or be closed with it.
+    fn call(&self, remaining: Duration) -> impl Future<Output = Outcome> + Send;
 }
 
 /// The generator's own bounds.
@@ -222,7 +213,6 @@ impl<T: Transport, K: Timer> Shared<T, K> {
     /// One slot of the in-flight bound: takes up due requests one after another until none are
     /// left.
     async fn worker(self: Arc<Self>) {
-        let mut slot = T::Slot::default();
         while let Some(offset) = self.claim() {
             let at = self.start + offset;
             let sec = offset.as_secs() as usize;
@@ -242,7 +232,7 @@ impl<T: Transport, K: Timer> Shared<T, K> {
                     lock(&self.rec).sent(sec, lag, flying);
                     let due = at + self.deadline;
                     let remaining = due.saturating_duration_since(now);
-                    let call = self.transport.call(&mut slot, remaining);
+                    let call = self.transport.call(remaining);
                     let outcome = match tokio::time::timeout_at(due, call).await {
                         Ok(o) => o,
                         Err(_) => Outcome::Deadline,

@@ -138,22 +138,30 @@ fn amplification_line(col: &Col<'_>) -> String {
     format!(r#"<p class="{class}">{}</p>"#, esc(&words))
 }
 
-/// The summary of every run: the cells of the terminal table.
-pub(super) fn summary_table(r: &Results) -> String {
+/// A `<table>` of `header` and `rows`, every text escaped.
+fn cells_table<H: AsRef<str>, C: AsRef<str>>(
+    header: impl IntoIterator<Item = H>,
+    rows: impl IntoIterator<Item = impl IntoIterator<Item = C>>,
+) -> String {
     let mut s = String::from("<table><thead><tr>");
-    for h in HEADERS {
-        let _ = write!(s, "<th>{}</th>", esc(h));
+    for h in header {
+        let _ = write!(s, "<th>{}</th>", esc(h.as_ref()));
     }
     s.push_str("</tr></thead><tbody>");
-    for row in table::summary_rows(r) {
+    for row in rows {
         s.push_str("<tr>");
         for cell in row {
-            let _ = write!(s, "<td>{}</td>", esc(&cell));
+            let _ = write!(s, "<td>{}</td>", esc(cell.as_ref()));
         }
         s.push_str("</tr>");
     }
     s.push_str("</tbody></table>");
     s
+}
+
+/// The summary of every run: the cells of the terminal table.
+pub(super) fn summary_table(r: &Results) -> String {
+    cells_table(HEADERS, table::summary_rows(r))
 }
 
 /// One [`ExtraTable`](super::ExtraTable): heading, note and cells, all escaped.
@@ -162,19 +170,7 @@ pub(super) fn extra_table(t: &super::ExtraTable) -> String {
     if !t.note.is_empty() {
         let _ = write!(s, r#"<p class="note">{}</p>"#, esc(&t.note));
     }
-    s.push_str("<table><thead><tr>");
-    for h in &t.header {
-        let _ = write!(s, "<th>{}</th>", esc(h));
-    }
-    s.push_str("</tr></thead><tbody>");
-    for row in &t.rows {
-        s.push_str("<tr>");
-        for cell in row {
-            let _ = write!(s, "<td>{}</td>", esc(cell));
-        }
-        s.push_str("</tr>");
-    }
-    s.push_str("</tbody></table>");
+    s.push_str(&cells_table(&t.header, &t.rows));
     s
 }
 
@@ -185,26 +181,7 @@ pub(super) fn hedging_table(r: &Results) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let mut s = String::from(r#"<h2 class="sec">Hedging</h2><table><thead><tr>"#);
-    for h in table::HEDGING_HEADERS {
-        let _ = write!(s, "<th>{}</th>", esc(h));
-    }
-    s.push_str("</tr></thead><tbody>");
-    for row in rows {
-        s.push_str("<tr>");
-        for cell in row {
-            let _ = write!(s, "<td>{}</td>", esc(&cell));
-        }
-        s.push_str("</tr>");
-    }
-    s.push_str("</tbody></table>");
-    s.push_str(
-        "<p class=\"sub\">A hedge is a copy of a call sent after the first while the first is \
-         still out. Won: it answered first, with a success; cancelled: it was still out when \
-         another copy decided the call; refused: it was due, but the layer's budget said \
-         no.</p>",
-    );
-    s
+    format!(r#"<h2 class="sec">Hedging</h2>{}"#, cells_table(table::HEDGING_HEADERS, rows))
 }
 
 /// The definitions a reader needs, in the words of the results format.

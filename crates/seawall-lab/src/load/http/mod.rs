@@ -255,10 +255,7 @@ impl HttpTransport {
 }
 
 impl Transport for HttpTransport {
-    /// Connections are the pool's, not a worker's.
-    type Slot = ();
-
-    fn call(&self, _: &mut (), remaining: Duration) -> impl Future<Output = Outcome> + Send {
+    fn call(&self, remaining: Duration) -> impl Future<Output = Outcome> + Send {
         self.send(remaining)
     }
 }
