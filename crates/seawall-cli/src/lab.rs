@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::Context;
 use seawall_lab::target::TargetParams;
 use seawall_lab::{FaultSpec, LabParams, LabProgress, Launcher, Stack};
+use seawall_report::{NotJudged, Verdict};
 
 /// Arguments of `seawall lab`.
 #[derive(Debug, clap::Args)]
@@ -250,9 +251,9 @@ fn run_target(args: &Args, url: Option<&str>) -> anyhow::Result<ExitCode> {
                 ready_in.as_secs_f64(),
                 pgid.map_or(String::new(), |g| format!(" (process group {g})"))
             ),
-            LabProgress::Finished { config, recovered } => eprintln!(
+            LabProgress::Finished { config, run } => eprintln!(
                 "seawall lab: {config}: done, {}; everything it started is stopped",
-                if *recovered { "recovered" } else { "did not recover" }
+                run.sentence().replace('\u{a0}', " ")
             ),
             _ => {}
         }
@@ -267,8 +268,13 @@ fn run_target(args: &Args, url: Option<&str>) -> anyhow::Result<ExitCode> {
         .context("writing target.json")?;
     let html = seawall_report::render_html(&out.results);
     std::fs::write(args.out.join("report.html"), html).context("writing report.html")?;
-    let tables = format!("{}\n{}", seawall_report::render_table(&out.results), out.figures_table());
-    Ok(show(args, &json, &tables))
+    let tables = format!(
+        "{}\n{}\n{}",
+        seawall_report::render_table(&out.results),
+        seawall_report::render_notes(&out.results),
+        out.figures_table()
+    );
+    Ok(show(args, &json, &tables, &out.results))
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -314,16 +320,20 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let html = seawall_report::render_html_compare(&out.results, &out.predicted);
     std::fs::write(args.out.join("report.html"), html).context("writing report.html")?;
     let tables = format!(
-        "{}\n{}\nmeasured (lab) vs predicted (sim):\n{}",
+        "{}\n{}\n{}\nmeasured (lab) vs predicted (sim):\n{}",
         seawall_report::render_table(&out.results),
+        seawall_report::render_notes(&out.results),
         out.figures_table(),
         out.gap_table()
     );
-    Ok(show(&args, &json, &tables))
+    Ok(show(&args, &json, &tables, &out.results))
 }
 
 /// Prints results.json (with --json; the tables to stderr) or the tables and where the report is.
-fn show(args: &Args, json: &str, tables: &str) -> ExitCode {
+/// Exits 1 when a configuration could not be judged because its stack did not serve before the
+/// fault (a command that failed to start it, a stack that fell over under the load alone), 0
+/// otherwise.
+fn show(args: &Args, json: &str, tables: &str, results: &seawall_report::Results) -> ExitCode {
     if args.json {
         print!("{json}");
         eprint!("{tables}");
@@ -331,7 +341,24 @@ fn show(args: &Args, json: &str, tables: &str) -> ExitCode {
         print!("{tables}");
         println!("wrote {}", args.out.join("report.html").display());
     }
-    ExitCode::SUCCESS
+    let failed: Vec<&str> = results
+        .runs
+        .iter()
+        .filter(|r| {
+            matches!(r.verdict, Verdict::NotJudged { because: NotJudged::UnhealthyBefore { .. } })
+        })
+        .map(|r| r.policy.as_str())
+        .collect();
+    if failed.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    eprintln!(
+        "seawall lab: not judged: {} did not serve before the fault; check that the stack starts \
+         (a --config command's output is in {}/NAME.log)",
+        failed.join(", "),
+        args.out.display()
+    );
+    ExitCode::from(1)
 }
 
 pub(crate) fn run_reaper(args: ReaperArgs) -> anyhow::Result<ExitCode> {

@@ -91,7 +91,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         let (j, h) = (json_path.display(), html_path.display());
         let hedging = seawall_report::render_hedging(&results);
         let hedging = if hedging.is_empty() { hedging } else { format!("\n{hedging}") };
-        format!("{}{hedging}wrote {j} and {h}\n", seawall_report::render_table(&results))
+        let (table, notes) =
+            (seawall_report::render_table(&results), seawall_report::render_notes(&results));
+        format!("{table}\n{notes}{hedging}wrote {j} and {h}\n")
     };
     print(&text)
 }

@@ -102,7 +102,7 @@ fn checkout_fixed_recovers_and_writes_the_report() {
         audit(&[&graph, "--simulate", "fail:5@5", "--duration", "25", "--json", "--out", &dir_s]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     for run in runs(&out, "database") {
-        assert_eq!(run["recovered"], true, "{} did not recover", run["policy"]);
+        assert_eq!(run["verdict"]["kind"], "recovered", "{} did not recover", run["policy"]);
         assert!(run["peak_amplification"].as_f64().unwrap() <= 3.0);
     }
     assert!(dir.join("database/results.json").is_file());

@@ -31,7 +31,7 @@ fn runs_each_config_and_reports_the_fault_through_the_named_proxy() {
     let out = tempdir("report");
     let pids = out.join("pids");
     let run = lab_on(edge, "/checkout", lab_proxy, dep)
-        .args(["--fault", "dep:fail:2@2", "--duration", "6", "--rate", "40"])
+        .args(["--fault", "dep:fail:2@2", "--duration", "10", "--rate", "40"])
         .arg("--config")
         .arg(format!("direct={}", stack_command(edge, lab_proxy, &pids)))
         .arg("--out")
@@ -50,7 +50,7 @@ fn runs_each_config_and_reports_the_fault_through_the_named_proxy() {
     assert!(r["goodput_before"].as_f64().unwrap() >= 0.9, "{r}");
     assert!(r["goodput_during"].as_f64().unwrap() <= 0.1, "{r}");
     assert!(r["goodput_after"].as_f64().unwrap() >= 0.9, "{r}");
-    assert_eq!(r["recovered"], true);
+    assert_eq!(r["verdict"]["kind"], "recovered");
     let fig = read_json(&out.join("target.json"));
     let d = &fig[0]["dependencies"][0];
     assert_eq!(d["name"], "dep");
@@ -205,6 +205,42 @@ fn sigkill_of_the_lab_still_stops_every_process_of_the_config() {
         wait_for(Duration::from_secs(10), || pids.iter().all(|p| !alive(*p))),
         "{pids:?} survived SIGKILL of the lab"
     );
+}
+
+/// A configuration whose stack answers at the target but never serves (the edge is up, what is
+/// behind it is not: the stack README's example run where the started command's own backends
+/// failed) is not judged — never "recovered as soon as the fault ended" with 0 % goodput — and
+/// the lab exits 1. Turns red if the judgement takes a 0 % level for a level (it then reads
+/// recovered, exit 0).
+#[test]
+fn a_stack_that_never_served_is_not_judged_and_fails_the_run() {
+    let (edge, lab_proxy, dead) = (free_port(), free_port(), free_port());
+    let out = tempdir("never-served");
+    let run = lab_on(edge, "/", lab_proxy, dead)
+        .args(["--fault", "dep:fail:2@3", "--duration", "10", "--rate", "20"])
+        .arg("--config")
+        .arg(format!(
+            "dead={} proxy --http --listen 127.0.0.1:{edge} --upstream 127.0.0.1:{dead}",
+            env!("CARGO_BIN_EXE_seawall")
+        ))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let (stdout, err) =
+        (String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+    assert_eq!(run.status.code(), Some(1), "{err}");
+    assert!(err.contains("not judged: dead did not serve before the fault"), "{err}");
+    assert!(stdout.contains("dead: not judged: the stack never served"), "{stdout}");
+    let results = read_json(&out.join("results.json"));
+    let v = &results["runs"][0]["verdict"];
+    assert_eq!(
+        (v["kind"].as_str(), v["because"]["reason"].as_str()),
+        (Some("not_judged"), Some("unhealthy_before")),
+        "{v}"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(!html.contains("✓"), "no good news on a stack that never served");
 }
 
 #[test]

@@ -85,9 +85,9 @@ fn the_example_stack_stays_down_before_and_recovers_with_seawall_as_the_one_owne
         per_edge(after, FAULT),
         per_edge(after, FAULT.end..DURATION),
         g(after, "goodput_after"),
-        after["recovery_s"],
+        after["verdict"]["recovery_s"],
     );
-    assert_eq!(before["recovered"], false, "before: stays down");
+    assert_eq!(before["verdict"]["kind"], "stays_down", "before: stays down");
     assert!(g(before, "goodput_after") <= 0.2, "before: goodput after the fault");
     // Every attempt fails, during the fault and (stuck) after it, and no layer stops early:
     // each edge request costs up to the product. A request's attempts take seconds (18 × the
@@ -105,8 +105,8 @@ fn the_example_stack_stays_down_before_and_recovers_with_seawall_as_the_one_owne
         "before: {whole:.2} from the fault on ({during:.2} during, {stuck:.2} after it), \
          configured {PRODUCT}"
     );
-    assert_eq!(after["recovered"], true, "after: recovers");
-    let recovery = after["recovery_s"].as_f64().unwrap();
+    assert_eq!(after["verdict"]["kind"], "recovered", "after: recovers");
+    let recovery = after["verdict"]["recovery_s"].as_f64().unwrap();
     assert!(recovery <= 3.0, "after: recovered in {recovery} s");
     assert!(g(after, "goodput_after") >= 0.9, "after: goodput after the fault");
     assert!(per_edge(after, FAULT.end..DURATION) <= 1.5, "after: about one attempt per request");

@@ -125,7 +125,7 @@ async fn run_all(
         })
         .await?;
         let (run, f) = to_run(params, &m);
-        progress(&LabProgress::Finished { config, recovered: run.recovered });
+        progress(&LabProgress::Finished { config, run: &run });
         runs.push(run);
         figures.push(f);
         postgres.push(m.pg);

@@ -36,7 +36,7 @@ pub enum LabProgress<'a> {
     Finished {
         /// The configuration.
         config: &'a str,
-        /// Whether it recovered from the fault.
-        recovered: bool,
+        /// Its run, judged ([`seawall_report::Run::sentence`] says the verdict).
+        run: &'a seawall_report::Run,
     },
 }

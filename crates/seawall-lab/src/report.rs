@@ -1,6 +1,6 @@
 //! Turning measurements into the shared [`Results`] (source `Lab`), plus the lab's own figures.
 
-use seawall_report::{Fault, Results, Run, Series, Source, summarize};
+use seawall_report::{Fault, Results, Run, Series, Source};
 
 use crate::config::LabParams;
 use crate::node::Role;
@@ -160,7 +160,6 @@ pub fn to_run(params: &LabParams, m: &Measured) -> (Run, LabFigures) {
     };
     series.t.truncate(n);
     let fault = fault_of(params);
-    let sum = summarize(&series, fault.as_ref());
     let total = |v: &[f64]| v.iter().sum::<f64>();
     let offered = total(&series.edge_rps);
     let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
@@ -189,20 +188,9 @@ pub fn to_run(params: &LabParams, m: &Measured) -> (Run, LabFigures) {
         saturation: Saturation::new(m.load.max_lag, 0, offered as u64, &m.cpu)
             .with_timer_late(worst_timer_late(m, n)),
     };
-    let run = Run {
-        policy: m.stack.map_or("?", |s| s.as_str()).to_string(),
-        recovered: sum.recovered,
-        recovery_s: sum.recovery_s,
-        peak_amplification: sum.peak_amplification,
-        attempts_per_call: ratio(total(&series.bottom_attempts_rps), offered),
-        goodput_before: sum.goodput_before,
-        goodput_during: sum.goodput_during,
-        goodput_after: sum.goodput_after,
-        wasted_work: wasted_work(m.load.good_busy.as_secs_f64(), last.busy_s),
-        events: offered as u64,
-        hedging: Vec::new(),
-        series,
-    };
+    let mut run = Run::judged(m.stack.map_or("?", |s| s.as_str()), series, fault.as_ref());
+    run.wasted_work = wasted_work(m.load.good_busy.as_secs_f64(), last.busy_s);
+    run.events = offered as u64;
     (run, figures)
 }
 

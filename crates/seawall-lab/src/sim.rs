@@ -327,12 +327,9 @@ pub fn gap_table(measured: &Results, predicted: &Results) -> String {
         let p = predicted.runs.iter().find(|p| p.policy == m.policy);
         for (src, r) in [("lab", Some(m)), ("sim", p)] {
             let Some(r) = r else { continue };
-            let rec = r.recovery_s.map_or("—".to_string(), |x| format!("{x:.1}"));
-            let recovered = match (faulted, r.recovered) {
-                (false, _) => "—",
-                (true, true) => "yes",
-                (true, false) => "no",
-            };
+            let rec = r.recovery_s().map_or("—".to_string(), |x| format!("{x:.1}"));
+            let recovered = seawall_report::verdict::words::cell(r.verdict);
+            let recovered = recovered.split(',').next().unwrap_or_default();
             let _ = writeln!(
                 s,
                 "{:<10} {src:<6}  {recovered:<9}  {rec:>11}  {:>7.1}×  {:>14}  {:>6}  {:>9.1}  {:>6.1} %",
@@ -355,7 +352,7 @@ pub fn gap_table(measured: &Results, predicted: &Results) -> String {
                 "{:<10} gap     {:<9}  {:>11}  {:>8}  {:>14}  {:>6}  {:>9}  {:>8}",
                 m.policy,
                 match p {
-                    Some(p) if faulted && p.recovered != m.recovered => "!differs",
+                    Some(p) if faulted && p.recovered() != m.recovered() => "!differs",
                     _ => "",
                 },
                 "",
@@ -396,7 +393,7 @@ mod tests {
         let r = predict(&LabParams::default()).unwrap();
         let (base, sea) = (&r.runs[0], &r.runs[1]);
         eprintln!("{}", gap_table(&r, &r));
-        assert!(!base.recovered && sea.recovered);
+        assert!(!base.recovered() && sea.recovered());
         assert!(base.peak_amplification > 20.0, "{}", base.peak_amplification);
         assert!(sea.peak_amplification <= 1.2, "{}", sea.peak_amplification);
     }

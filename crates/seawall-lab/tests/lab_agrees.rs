@@ -101,7 +101,7 @@ async fn assert_agrees(params: &LabParams) {
             assert!(lab <= sim * (1.0 + TOLERANCE), "{}: {lab} attempts, sim {sim}", run.policy);
         }
         if params.fault.is_some() && capped == Capped::No {
-            assert_eq!(run.recovered, p.recovered, "{}: the verdicts differ", run.policy);
+            assert_eq!(run.recovered(), p.recovered(), "{}: the verdicts differ", run.policy);
         }
         for g in all.iter().filter(|g| g.policy == run.policy) {
             match compared(g.figure, capped) {

@@ -20,6 +20,7 @@
 //! - 5xx counted as good → `errors_are_counted_…`;
 //! - ignoring the ramp (arrivals at the start rate) → `the_ramp_…`.
 
+use seawall_report::{NotJudged, Verdict};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -262,7 +263,9 @@ async fn the_ramp_is_what_is_offered_and_the_results_are_the_shared_format() {
     assert_eq!(s.edge_rps, vec![25.0, 75.0, 100.0]);
     assert_eq!(s.goodput_rps, vec![25.0, 75.0, 100.0]);
     assert_eq!(back.source, seawall_report::Source::Lab);
-    assert!(back.runs[0].recovered);
+    // No fault: recovery is not judged (a load test is not "degraded" for lack of one).
+    let v = back.runs[0].verdict;
+    assert_eq!(v, Verdict::NotJudged { because: NotJudged::NoFault });
     let again: LoadResults = serde_json::from_str(&out.to_json()).unwrap();
     assert_eq!(again, out);
     // What reached the server: the method, the body, the user's header and the Host.

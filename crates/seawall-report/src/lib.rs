@@ -1,4 +1,5 @@
-//! The results of a simulation or a lab run, and the report people read.
+//! The results of a simulation or a lab run, the one judgement of them, and the report people
+//! read.
 //!
 //! `seawall simulate` and `seawall lab` produce the same [`Results`], so the two can be laid side
 //! by side: same JSON (`results.json`), same terminal table, same HTML report. A sweep
@@ -8,9 +9,11 @@
 
 pub mod results;
 pub mod sweep;
+pub mod verdict;
 
 pub use html::{ExtraTable, render_html, render_html_compare, render_html_with, render_sweep_html};
-pub use results::{Fault, Hedging, Results, Run, Series, Source, Summary, summarize};
-pub use table::{render_hedging, render_table};
+pub use results::{Fault, Hedging, Results, Run, Series, Source};
+pub use table::{render_hedging, render_notes, render_table};
+pub use verdict::{Judgement, NotJudged, Verdict, judge};
 pub mod html;
 pub mod table;

@@ -3,7 +3,8 @@
 //! The HTML report's summary table shows the very same cells (`summary_rows`), so a number
 //! read in the terminal can be found again, character for character, in the report.
 
-use crate::{Fault, Results, Run, summarize};
+use crate::verdict::words;
+use crate::{Fault, Results, Run};
 
 /// Column headers of the summary, left to right.
 pub(crate) const HEADERS: [&str; 8] = [
@@ -22,10 +23,11 @@ const MAX_NAME: usize = 20;
 
 /// Renders the summary of every run as a plain-text table that fits in 100 columns.
 ///
-/// One row per policy: recovered (yes/no, and seconds after the fault's end), peak amplification,
-/// attempts at the bottom tier per call, goodput before / during / after the fault, and wasted
-/// work. Without a fault, "recovered" means "healthy throughout" and the during / after columns
-/// show `—`. An empty `results.runs` gives just the header line.
+/// One row per policy: the verdict ([`crate::verdict`]: `yes, 1.0 s` after the fault's end,
+/// `no`, `no (late)`, `partly`, `not judged`), peak amplification, attempts at the bottom tier
+/// per call, goodput before / during / after the fault, and wasted work. Without a fault the
+/// during / after columns show `—`. An empty `results.runs` gives just the header line.
+/// [`render_notes`] says what the verdict cells mean; print it under the table.
 pub fn render_table(results: &Results) -> String {
     let mut rows: Vec<[String; 8]> = vec![HEADERS.map(String::from)];
     for run in &results.runs {
@@ -34,6 +36,48 @@ pub fn render_table(results: &Results) -> String {
         rows.push(row);
     }
     aligned(&rows, 2)
+}
+
+/// The lines under [`render_table`], within 100 columns: what the verdict cells mean (for a
+/// run with a fault), why a run was not judged, and what the verdicts alone do not say
+/// ([`crate::verdict::compare`]: a "before" that served more while the fault lasted). Empty
+/// when there is nothing to say.
+pub fn render_notes(results: &Results) -> String {
+    let mut out = String::new();
+    if results.fault.is_some() && !results.runs.is_empty() {
+        out.push_str(&words::legend());
+    }
+    for run in results.runs.iter().filter(|r| !r.verdict.is_judged()) {
+        let name = clip(&printable(&run.policy), MAX_NAME);
+        out.push_str(&wrap(&format!("{name}: {}", run.sentence()), 100));
+    }
+    for c in crate::verdict::compare(results) {
+        out.push_str(&wrap(&c, 100));
+    }
+    out
+}
+
+/// `text` in lines of at most `width` characters, broken at spaces (a non-breaking space, which
+/// keeps a number with its unit, prints as a plain one), later lines indented by two.
+pub(crate) fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let (mut line, mut empty) = (String::new(), true);
+    for word in printable(text).split(' ').filter(|w| !w.is_empty()) {
+        let word = word.replace('\u{a0}', " ");
+        if !empty && line.chars().count() + 1 + word.chars().count() > width {
+            out.push_str(&line);
+            out.push('\n');
+            (line, empty) = ("  ".to_string(), true);
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(&word);
+        empty = false;
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out
 }
 
 /// Column headers of the hedging table, left to right.
@@ -120,7 +164,7 @@ pub(crate) fn summary_row(run: &Run, fault: Option<&Fault>) -> [String; 8] {
     };
     [
         printable(&run.policy),
-        recovered(run, fault),
+        recovered(run),
         times(run.peak_amplification),
         number(run.attempts_per_call, 2),
         pct(run.goodput_before),
@@ -130,28 +174,9 @@ pub(crate) fn summary_row(run: &Run, fault: Option<&Fault>) -> [String; 8] {
     ]
 }
 
-/// "yes, 1.8 s" / "yes" / "no" / "no (late)": healthy by the end of the run, but only after
-/// losing most of the requests after the fault.
-pub(crate) fn recovered(run: &Run, fault: Option<&Fault>) -> String {
-    match (run.recovered, run.recovery_s.filter(|s| s.is_finite())) {
-        (true, Some(s)) if fault.is_some() => format!("yes, {}", secs(s)),
-        (true, _) => "yes".to_string(),
-        (false, _) if healed_late(run, fault) => "no (late)".to_string(),
-        (false, _) => "no".to_string(),
-    }
-}
-
-/// Not recovered, yet every second healthy by the end: most post-fault requests were lost.
-pub(crate) fn healed_late(run: &Run, fault: Option<&Fault>) -> bool {
-    let s = &run.series;
-    // `summarize` indexes these by `t`: a mismatched series (untrusted results.json) is not late.
-    let n = s.t.len();
-    !run.recovered
-        && fault.is_some()
-        && [s.goodput_rps.len(), s.edge_rps.len(), s.bottom_attempts_rps.len()]
-            .iter()
-            .all(|&l| l == n)
-        && summarize(&run.series, fault).healthy_from_s.is_some()
+/// The verdict's cell ([`words::cell`]).
+pub(crate) fn recovered(run: &Run) -> String {
+    words::cell(run.verdict)
 }
 
 /// A fraction as a whole percentage that never rounds a little into nothing or everything.

@@ -8,7 +8,10 @@ mod common;
 
 use common::balanced_tags;
 use seawall_report::html::render_html_compare;
-use seawall_report::{Fault, Results, Run, Series, Source, render_html, render_table};
+use seawall_report::{
+    Fault, NotJudged, Results, Run, Series, Source, Verdict, render_html, render_notes,
+    render_table,
+};
 
 struct Rng(u64);
 
@@ -44,6 +47,22 @@ impl Rng {
     }
 }
 
+fn verdict(rng: &mut Rng) -> Verdict {
+    match rng.below(9) {
+        0 => Verdict::Recovered { recovery_s: rng.value() },
+        1 => Verdict::HealedLate { healthy_from_s: rng.value() },
+        2 => Verdict::Degraded,
+        3 => Verdict::StaysDown,
+        4 => Verdict::NotJudged { because: NotJudged::NoFault },
+        5 => Verdict::NotJudged {
+            because: NotJudged::TooLittleTraffic { requests_before: rng.value() },
+        },
+        6 => Verdict::NotJudged { because: NotJudged::UnhealthyBefore { level: rng.value() } },
+        7 => Verdict::NotJudged { because: NotJudged::EndedTooSoon { after_fault_s: rng.value() } },
+        _ => Verdict::Recovered { recovery_s: 0.0 },
+    }
+}
+
 fn run(rng: &mut Rng) -> Run {
     let t = match rng.below(3) {
         0 => (0..rng.below(40)).map(|i| i as f64).collect(),
@@ -51,8 +70,7 @@ fn run(rng: &mut Rng) -> Run {
     };
     Run {
         policy: rng.name(),
-        recovered: rng.below(2) == 0,
-        recovery_s: if rng.below(2) == 0 { Some(rng.value()) } else { None },
+        verdict: verdict(rng),
         peak_amplification: rng.value(),
         attempts_per_call: rng.value(),
         goodput_before: rng.value(),
@@ -106,7 +124,7 @@ fn plausible(r: &Run) -> bool {
     let fraction = |f: f64| (0.0..=1.0).contains(&f) || f.is_nan();
     let modest = |x: f64| (0.0..1e4).contains(&x) || x.is_nan();
     [r.goodput_before, r.goodput_during, r.goodput_after, r.wasted_work].into_iter().all(fraction)
-        && [r.peak_amplification, r.attempts_per_call, r.recovery_s.unwrap_or(0.0)]
+        && [r.peak_amplification, r.attempts_per_call, r.verdict.healthy_from_s().unwrap_or(0.0)]
             .into_iter()
             .all(modest)
 }
@@ -122,7 +140,7 @@ fn plausible_figures_fit_in_100_columns() {
             (run.goodput_after, run.wasted_work) = (fraction(), fraction());
             run.peak_amplification = rng.below(99_999) as f64 / 10.0;
             run.attempts_per_call = rng.below(99_999) as f64 / 10.0;
-            run.recovery_s = Some(rng.below(99_999) as f64 / 10.0);
+            run.verdict = Verdict::Recovered { recovery_s: rng.below(99_999) as f64 / 10.0 };
             run.policy = "p".repeat(rng.below(40) as usize);
             assert!(plausible(run));
         }
@@ -149,6 +167,8 @@ fn random_results_render_well_formed_and_deterministic() {
         }
         let table = render_table(&a);
         assert_eq!(table.lines().count(), a.runs.len() + 1, "case {case}:\n{table}");
+        let notes = render_notes(&a);
+        assert!(notes.lines().all(|l| l.chars().count() <= 100), "case {case}:\n{notes}");
         if a.runs.iter().all(plausible) {
             assert!(table.lines().all(|l| l.chars().count() <= 100), "case {case}:\n{table}");
         }

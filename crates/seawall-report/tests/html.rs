@@ -4,7 +4,7 @@ mod common;
 
 use common::{balanced_tags, results, run};
 use seawall_report::html::render_html_compare;
-use seawall_report::{Results, Series, Source, render_html};
+use seawall_report::{Results, Run, Series, Source, Verdict, render_html};
 
 fn count(haystack: &str, needle: &str) -> usize {
     haystack.matches(needle).count()
@@ -113,7 +113,7 @@ fn degenerate_inputs_render() {
     s.tier_attempts_rps.push(vec![-1.0; 100]);
     r.runs[1].series = Series::default();
     r.runs[1].peak_amplification = f64::NAN;
-    r.runs[1].recovery_s = Some(f64::INFINITY);
+    r.runs[1].verdict = Verdict::Recovered { recovery_s: f64::INFINITY };
     let html = render_html(&r);
     balanced_tags(&html).unwrap();
     assert_eq!(count(&html, r#"<rect class="fault""#), 0);
@@ -165,14 +165,17 @@ fn comparison_keeps_unmatched_runs() {
 #[test]
 fn verdicts_in_plain_words() {
     let mut r = results();
-    r.runs[1].recovery_s = Some(0.0);
+    r.runs[1].verdict = Verdict::Recovered { recovery_s: 0.0 };
     let html = render_html(&r);
     assert!(html.contains("recovered as soon as the fault ended"));
+    assert!(html.contains("stays down — goodput 0\u{a0}% after the fault"), "the storm");
+    // Without a fault there is nothing to recover from, and the page says so.
     r.fault = None;
-    r.runs[0].recovered = false;
+    for run in &mut r.runs {
+        *run = Run::judged(run.policy.clone(), run.series.clone(), None);
+    }
     let html = render_html(&r);
-    assert!(html.contains("degraded — goodput 99\u{a0}%"), "no fault: judged on the whole run");
-    assert!(html.contains("healthy — goodput"));
+    assert_eq!(count(&html, "not judged: no fault was injected"), 2, "{html}");
     assert!(html.contains("none injected"));
 }
 

@@ -1,15 +1,13 @@
 //! The sweep's page and table: deterministic, escaped, a cell per point with the boundary
 //! drawn, and no input that makes rendering panic.
 
-use seawall_report::render_sweep_html;
 use seawall_report::sweep::{Axis, Point, SeedRun, Sweep, boundaries, render_sweep_table};
+use seawall_report::{Verdict, render_sweep_html};
 
 fn seed_run(seed: u64, recovered: bool, recovery_s: f64) -> SeedRun {
     SeedRun {
         seed,
-        recovered,
-        recovery_s: recovered.then_some(recovery_s),
-        healthy_from_s: recovered.then_some(recovery_s),
+        verdict: if recovered { Verdict::Recovered { recovery_s } } else { Verdict::StaysDown },
         peak_amplification: 2.0,
         goodput_before: 1.0,
         goodput_during: 0.0,
@@ -74,7 +72,7 @@ fn healed_late_is_told_apart_from_stuck() {
     let mut s = sweep(false);
     // 160 QPS: both seeds healthy by the end, but after losing most post-fault requests.
     for r in &mut s.points[3].runs {
-        r.healthy_from_s = Some(30.0);
+        r.verdict = Verdict::HealedLate { healthy_from_s: 30.0 };
     }
     s.points[3] =
         Point::new(s.points[3].at.clone().into_iter().collect(), "naive", s.points[3].runs.clone());

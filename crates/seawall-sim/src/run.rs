@@ -1,6 +1,6 @@
 //! Running a scenario under several policies and packing the runs into one [`Results`].
 
-use seawall_report::{Fault, Results, Run, Source, summarize};
+use seawall_report::{Fault, Results, Run, Source};
 
 use crate::engine::{self, EngineStats};
 use crate::error::Error;
@@ -50,29 +50,17 @@ pub fn run_policy(
     let spec = scenario.policy(policy)?;
     let engine::Outcome { series, wasted, stats, hedging } =
         engine::run(scenario, &spec, seed, progress)?;
-    let f = fault(scenario);
-    let sum = summarize(&series, f.as_ref());
-    let edge: f64 = series.edge_rps.iter().sum();
-    let bottom: f64 = series.bottom_attempts_rps.iter().sum();
-    let run = Run {
-        policy: policy.to_string(),
-        recovered: sum.recovered,
-        recovery_s: sum.recovery_s,
-        peak_amplification: sum.peak_amplification,
-        attempts_per_call: if edge > 0.0 { bottom / edge } else { 0.0 },
-        goodput_before: sum.goodput_before,
-        goodput_during: sum.goodput_during,
-        goodput_after: sum.goodput_after,
-        wasted_work: wasted,
-        events: stats.events,
-        hedging,
-        series,
-    };
+    let mut run = Run::judged(policy, series, fault(scenario).as_ref());
+    run.wasted_work = wasted;
+    run.events = stats.events;
+    run.hedging = hedging;
     Ok((run, stats))
 }
 
+/// The run's trigger for the judgement: the faults' window, or, in a scenario without a fault,
+/// its traffic spikes' (a spike is a trigger too: did the system come back after it?).
 pub(crate) fn fault(s: &Scenario) -> Option<Fault> {
-    let (start_s, end_s) = s.fault_window()?;
+    let Some((start_s, end_s)) = s.fault_window() else { return spike(s) };
     let words: Vec<String> = s
         .faults
         .iter()
@@ -86,6 +74,18 @@ pub(crate) fn fault(s: &Scenario) -> Option<Fault> {
                 (FaultKind::Restart, _) => "restart into cold caches",
             };
             format!("{what} of {} for {} s", f.tier, f.duration_s)
+        })
+        .collect();
+    Some(Fault { kind: words.join("; "), start_s, end_s })
+}
+
+fn spike(s: &Scenario) -> Option<Fault> {
+    let spikes = || s.edge.spike.iter().filter(|p| p.start_s < s.duration_s && p.end_s > p.start_s);
+    let start_s = spikes().map(|p| p.start_s).reduce(f64::min)?;
+    let end_s = spikes().map(|p| p.end_s.min(s.duration_s)).reduce(f64::max)?;
+    let words: Vec<String> = spikes()
+        .map(|p| {
+            format!("traffic spike of +{} rps at the edge for {} s", p.rate, p.end_s - p.start_s)
         })
         .collect();
     Some(Fault { kind: words.join("; "), start_s, end_s })

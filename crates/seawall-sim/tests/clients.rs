@@ -143,6 +143,6 @@ fn every_budget_kind_runs_at_a_layer() {
         let floor = if kind == "adaptive" { 1.0 } else { 12.0 };
         assert!(a >= floor && a <= 24.0, "{kind}: {a}");
         // Adaptive throttling remembers two minutes of failures, longer than this run.
-        assert!(r.recovered || kind == "adaptive", "{kind}");
+        assert!(r.recovered() || kind == "adaptive", "{kind}");
     }
 }

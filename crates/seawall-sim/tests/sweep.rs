@@ -57,8 +57,8 @@ fn simulate_repeats_any_point_from_its_seed() {
             let again = simulate(&s, &["naive".into()], r.seed, &mut |_, _| {}).unwrap();
             let again = &again.runs[0];
             assert_eq!(
-                (again.recovered, again.recovery_s, again.goodput_after, again.peak_amplification),
-                (r.recovered, r.recovery_s, r.goodput_after, r.peak_amplification),
+                (again.verdict, again.goodput_after, again.peak_amplification),
+                (r.verdict, r.goodput_after, r.peak_amplification),
                 "edge.rate={rate} seed {}",
                 r.seed
             );

@@ -7,10 +7,10 @@
 //! jitter, doomed work dropped) the same spike passes and the server heals.
 //!
 //! The trigger is a load spike, not a fault, so the results carry no fault window; the verdicts
-//! here are taken with the spike as the trigger window through the same `summarize` as every
+//! here are taken with the spike as the trigger window through the same `judge` as every
 //! report.
 
-use seawall_report::{Fault, Run, summarize};
+use seawall_report::{Fault, Run, judge};
 use seawall_sim::{Scenario, simulate};
 
 const SCENARIO: &str = r#"
@@ -53,26 +53,29 @@ fn the_spike_tips_naive_retries_over_for_good_and_seawall_heals() {
         // (goodput before 0.74). That is what the shipped layer would do to such a service; the
         // target is a knob to set from the service time, and scenarios cannot set it yet.
         let r = runs(&["policies.seawall.server_protection=false"], seed);
-        let (naive, sw) =
-            (summarize(&r[0].series, Some(&spike)), summarize(&r[1].series, Some(&spike)));
+        let (naive, sw) = (judge(&r[0].series, Some(&spike)), judge(&r[1].series, Some(&spike)));
         // Healthy until the trigger, under both.
         assert!(
             naive.goodput_before > 0.99 && sw.goodput_before > 0.99,
             "seed {seed}: {naive:?} {sw:?}"
         );
         // Stays down: goodput after the spike near zero, attempts well above capacity.
-        assert!(!naive.recovered && naive.goodput_after < 0.05, "seed {seed}: {naive:?}");
+        assert!(
+            !naive.verdict.is_recovered() && naive.goodput_after < 0.05,
+            "seed {seed}: {naive:?}"
+        );
         let late = &r[0].series.bottom_attempts_rps[200..240];
         let mean = late.iter().sum::<f64>() / late.len() as f64;
         assert!(mean > 15.0, "seed {seed}: {mean} attempts/s late in the run");
         // seawall: recovered, within a minute of the spike's end (the spike leaves up to 100
         // queued requests that a 0.7/s margin alone would take 140 s to drain; dropping the
         // doomed ones is what makes it quick), and answers nearly everything after it.
-        assert!(sw.recovered && sw.recovery_s.unwrap() <= 60.0, "seed {seed}: {sw:?}");
+        assert!(sw.verdict.recovery_s().is_some_and(|s| s <= 60.0), "seed {seed}: {sw:?}");
         assert!(sw.goodput_after > 0.9, "seed {seed}: {sw:?}");
     }
     // Control: without the spike, the same naive clients stay healthy for the whole run (the
-    // system is metastable, not unstable).
+    // system is metastable, not unstable): judged on the same window, nothing to recover from.
     let quiet = runs(&["edge.spike=[]"], 1);
-    assert!(summarize(&quiet[0].series, None).recovered, "naive fell over without a trigger");
+    let j = judge(&quiet[0].series, Some(&spike));
+    assert_eq!(j.verdict.recovery_s(), Some(0.0), "naive fell over without a trigger: {j:?}");
 }

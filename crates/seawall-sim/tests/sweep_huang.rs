@@ -140,14 +140,14 @@ fn stuck_it_heals_only_once_the_load_is_cut_below_capacity_over_attempts() {
     let deep = worst("naive", &[&to_40]);
     for ((a, s), d) in alone.iter().zip(&shallow).zip(&deep) {
         // Left alone: down to the end of the run.
-        assert!(!a.recovered && a.goodput_after < 0.05, "{a:?}");
+        assert!(!a.recovered() && a.goodput_after < 0.05, "{a:?}");
         assert!(late_goodput(a) < 0.05, "{}", late_goodput(a));
         // Cut to 100/s, below the trigger-free 160/s and below capacity, but three attempts
         // each are 300/s: still down once the load is back.
-        assert!(!s.recovered && late_goodput(s) < 0.05, "{}", late_goodput(s));
+        assert!(!s.recovered() && late_goodput(s) < 0.05, "{}", late_goodput(s));
         // Cut to 40/s (120 attempts/s < 200/s): the queue drains, and at 160/s again it stays
         // healthy.
-        assert!(d.recovered, "{:?}", d.series.goodput_rps);
+        assert!(d.recovered(), "{:?}", d.series.goodput_rps);
         assert!(late_goodput(d) > 0.99, "{}", late_goodput(d));
     }
 }
@@ -155,17 +155,17 @@ fn stuck_it_heals_only_once_the_load_is_cut_below_capacity_over_attempts() {
 #[test]
 fn seawall_heals_by_itself_after_the_worst_trigger_and_backoff_alone_does_not() {
     for r in worst("seawall", &[]) {
-        assert!(r.recovered && r.recovery_s.unwrap() <= 5.0, "{:?}", r.recovery_s);
+        assert!(r.recovered() && r.recovery_s().unwrap() <= 5.0, "{:?}", r.recovery_s());
         assert!(r.goodput_after > 0.95 && late_goodput(&r) > 0.95, "{}", r.goodput_after);
     }
     // What does it: the budget. Full-jitter backoff alone (`jitter`: 50 ms base, no budget)
     // still sends three attempts per request and stays down; the gRPC token bucket on top of
     // it (`budget`) stops the retries and heals, more slowly than with seawall's shedding.
     for r in worst("jitter", &[]) {
-        assert!(!r.recovered && late_goodput(&r) < 0.05, "{}", late_goodput(&r));
+        assert!(!r.recovered() && late_goodput(&r) < 0.05, "{}", late_goodput(&r));
     }
     for r in worst("budget", &[]) {
-        assert!(r.recovered && late_goodput(&r) > 0.95, "{:?}", r.recovery_s);
+        assert!(r.recovered() && late_goodput(&r) > 0.95, "{:?}", r.recovery_s());
     }
 }
 

@@ -14,14 +14,14 @@ fn a_refused_reconnect_herd_is_not_recovery() {
     let (fixed, jitter) = (&r.runs[0], &r.runs[1]);
     assert!(fixed.goodput_after < 0.5, "{}", fixed.goodput_after);
     assert!(
-        !fixed.recovered,
+        !fixed.recovered(),
         "fixed-1s reads recovered with goodput after {}",
         fixed.goodput_after
     );
-    assert_eq!(fixed.recovery_s, None);
+    assert_eq!(fixed.recovery_s(), None);
     // It did heal — late, after losing most requests — and the table says so.
     let table = seawall_report::render_table(&r);
     assert!(table.lines().nth(1).unwrap().starts_with("fixed-1s    no (late)"), "{table}");
     // The same herd spread over 60 s is answered, and reads recovered.
-    assert!(jitter.recovered && jitter.goodput_after > 0.9, "{}", jitter.goodput_after);
+    assert!(jitter.recovered() && jitter.goodput_after > 0.9, "{}", jitter.goodput_after);
 }

@@ -102,7 +102,8 @@ fn section(
         "  audited worst case: {} attempts per request at {}; the simulated layers multiply to {}\n\n",
         ps.audited_worst, ps.dependency, ps.simulated_worst
     ));
-    for line in seawall_report::render_table(results).lines() {
+    let table = seawall_report::render_table(results) + &seawall_report::render_notes(results);
+    for line in table.lines() {
         s.push_str("  ");
         s.push_str(line);
         s.push('\n');

@@ -6,7 +6,7 @@
 //! `series.bottom_attempts_rps` the requests actually sent. What the shared format has no field
 //! for — drops, errors by kind, latency — sits beside it under the key `load`.
 
-use seawall_report::{ExtraTable, Results, Run, Series, Source, summarize};
+use seawall_report::{ExtraTable, Results, Run, Series, Source};
 use serde::{Deserialize, Serialize};
 
 use super::http::Connections;
@@ -179,26 +179,15 @@ impl LoadResults {
             shed_rps: vec![0.0; n],
             breaker_open: vec![0.0; n],
         };
-        let sum = summarize(&series, None);
         let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
         let s = &spec.schedule;
         let stages: Vec<(f64, f64)> =
             s.stages().iter().map(|st| (st.duration.as_secs_f64(), st.target)).collect();
         let request = format!("{} {url}", spec.method);
-        let run = Run {
-            policy: "open-loop".into(),
-            recovered: sum.recovered,
-            recovery_s: sum.recovery_s,
-            peak_amplification: sum.peak_amplification,
-            attempts_per_call: ratio(totals.sent, totals.offered),
-            goodput_before: sum.goodput_before,
-            goodput_during: sum.goodput_during,
-            goodput_after: sum.goodput_after,
-            wasted_work: 0.0,
-            events: totals.sent,
-            hedging: Vec::new(),
-            series,
-        };
+        // No fault: the judgement says "not judged", never "degraded" for a load test.
+        let mut run = Run::judged("open-loop", series, None);
+        run.attempts_per_call = ratio(totals.sent, totals.offered);
+        run.events = totals.sent;
         let results = Results {
             scenario: "load".into(),
             description: format!(

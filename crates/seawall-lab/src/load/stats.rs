@@ -2,7 +2,7 @@
 //!
 //! Every count is bucketed by the request's *scheduled* second, so a second's goodput is the
 //! share of the requests due in it that succeeded — the same cohort definition the simulator
-//! and the synthetic lab use, and what [`seawall_report::summarize`] expects.
+//! and the synthetic lab use, and what [`seawall_report::judge`] expects.
 //!
 //! Latency is the time from the scheduled send to the end of the response body. A request that
 //! reached its deadline is recorded *at* its deadline: its true latency is at least that, and

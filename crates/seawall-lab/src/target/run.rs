@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use seawall::time::SystemClock;
-use seawall_report::{Fault as ReportFault, Results, Run, Series, Source, summarize};
+use seawall_report::{Fault as ReportFault, Results, Run, Series, Source};
 use serde::Serialize;
 use tokio::time::Instant;
 
@@ -288,7 +288,6 @@ fn to_run(params: &TargetParams, cfg: &ConfigArg, m: &Measured) -> (Run, TargetF
         breaker_open: vec![0.0; n],
     };
     let fault = window(params);
-    let sum = summarize(&series, fault.as_ref());
     let total = |v: &[f64]| v.iter().sum::<f64>();
     let (fs, fe) = fault.as_ref().map_or((n, n), |f| {
         ((f.start_s.ceil() as usize).min(n), (f.end_s.floor() as usize).min(n))
@@ -336,20 +335,9 @@ fn to_run(params: &TargetParams, cfg: &ConfigArg, m: &Measured) -> (Run, TargetF
         last.offered,
         &m.cpu,
     );
-    let run = Run {
-        policy: cfg.name.clone(),
-        recovered: sum.recovered,
-        recovery_s: sum.recovery_s,
-        peak_amplification: sum.peak_amplification,
-        attempts_per_call: ratio(total(&bottom), total(edge)),
-        goodput_before: sum.goodput_before,
-        goodput_during: sum.goodput_during,
-        goodput_after: sum.goodput_after,
-        wasted_work: wasted,
-        events: last.sent,
-        hedging: Vec::new(),
-        series,
-    };
+    let mut run = Run::judged(cfg.name.clone(), series, fault.as_ref());
+    run.wasted_work = wasted;
+    run.events = last.sent;
     let figures = TargetFigures {
         config: cfg.name.clone(),
         command: cfg.command.clone(),
@@ -429,7 +417,7 @@ pub async fn run_target(
         });
         let m = measure(params, cfg, log_dir, reaper, &mut progress).await?;
         let (run, f) = to_run(params, cfg, &m);
-        progress(&LabProgress::Finished { config: &cfg.name, recovered: run.recovered });
+        progress(&LabProgress::Finished { config: &cfg.name, run: &run });
         runs.push(run);
         figures.push(f);
         loads.push(m.load);

@@ -121,9 +121,8 @@ pub(super) fn rows(cols: &[Col<'_>], x_max: f64) -> String {
             esc(spec.why)
         );
         for (col, lines) in cols.iter().zip(&lines) {
-            let mark = col.fault.zip(col.run.recovery_s).filter(|_| spec.mark_recovery);
-            let mark =
-                mark.filter(|_| col.run.recovered).map(|(f, r)| (f.end_s + r, text::mark(r)));
+            let mark = col.fault.zip(col.run.recovery_s()).filter(|_| spec.mark_recovery);
+            let mark = mark.map(|(f, r)| (f.end_s + r, text::mark(r)));
             let plot = Plot {
                 size,
                 x_max,

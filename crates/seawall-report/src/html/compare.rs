@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use super::{Col, columns, esc, page, text, x_max};
 use crate::table;
-use crate::{Fault, Results, Run};
+use crate::{Results, Run};
 
 /// Renders a measured run (usually `seawall lab`) beside a prediction (usually `seawall
 /// simulate` with the same parameters) as one self-contained HTML page.
@@ -37,7 +37,7 @@ pub fn render_html_compare(measured: &Results, predicted: &Results) -> String {
     body.push_str(&columns(&cols, x_max(&[measured, predicted], &cols)));
     body.push_str(r#"<section class="after"><div>"#);
     body.push_str(r#"<h2 class="sec">Measured vs predicted</h2>"#);
-    body.push_str(&gap_table(&pairs, measured.fault.as_ref().or(predicted.fault.as_ref())));
+    body.push_str(&gap_table(&pairs));
     body.push_str("</div>");
     body.push_str(&text::how_to_read());
     body.push_str("</section>");
@@ -89,7 +89,7 @@ type Figure = (&'static str, Kind, fn(&Run) -> f64);
 
 /// The figures compared, in table order.
 const FIGURES: [Figure; 6] = [
-    ("recovered", Kind::Recovered, |r| r.recovery_s.filter(|_| r.recovered).unwrap_or(f64::NAN)),
+    ("recovered", Kind::Recovered, |r| r.recovery_s().unwrap_or(f64::NAN)),
     ("peak amplification", Kind::Times, |r| r.peak_amplification),
     ("attempts per call", Kind::Plain, |r| r.attempts_per_call),
     ("goodput during fault", Kind::Fraction, |r| r.goodput_during),
@@ -98,7 +98,7 @@ const FIGURES: [Figure; 6] = [
 ];
 
 /// Per policy: each figure measured, predicted, and measured minus predicted.
-fn gap_table(pairs: &[Pair<'_>], fault: Option<&Fault>) -> String {
+fn gap_table(pairs: &[Pair<'_>]) -> String {
     let mut s = String::from(
         "<table><thead><tr><th>policy</th><th>figure</th><th>measured</th><th>predicted</th>\
          <th>gap</th></tr></thead><tbody>",
@@ -108,7 +108,7 @@ fn gap_table(pairs: &[Pair<'_>], fault: Option<&Fault>) -> String {
         for (k, (figure, kind, value)) in FIGURES.into_iter().enumerate() {
             let show = |r: Option<&Run>| match (r, kind) {
                 (None, _) => "—".to_string(),
-                (Some(r), Kind::Recovered) => table::recovered(r, fault),
+                (Some(r), Kind::Recovered) => table::recovered(r),
                 (Some(r), Kind::Times) => table::times(value(r)),
                 (Some(r), Kind::Plain) => table::number(value(r), 2),
                 (Some(r), Kind::Fraction) => table::pct(value(r)),

@@ -46,6 +46,7 @@ h1 { font-size: 28px; margin: 0 0 4px; }
 .charts { display: grid; gap: 4px 18px; align-items: start; }
 .colhead { border-top: 6px solid var(--muted); padding: 10px 2px 12px; }
 .colhead.bad { border-color: var(--bad); } .colhead.good { border-color: var(--good); }
+
 .colhead h2 { margin: 0; font-size: 22px; overflow-wrap: anywhere; }
 .colhead .tag { font-size: 13px; font-weight: 600; color: var(--muted); margin-left: 6px;
   text-transform: uppercase; letter-spacing: .05em; }

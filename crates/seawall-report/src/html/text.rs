@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use super::{Col, esc};
 use crate::table::{self, HEADERS};
+use crate::verdict::words::{self, Tone};
 use crate::{Results, Source};
 
 /// "simulation" or "lab".
@@ -53,29 +54,9 @@ pub(super) fn header(r: &Results, versus: Option<&Results>) -> String {
     s
 }
 
-/// The verdict for a run in one plain sentence, and whether it is good news.
-pub(super) fn verdict(col: &Col<'_>) -> (bool, String) {
-    let run = col.run;
-    let after = nb(table::pct(run.goodput_after));
-    match (col.fault, run.recovered) {
-        (Some(_), true) => match run.recovery_s.filter(|s| s.is_finite()) {
-            Some(s) if s < 0.05 => (true, "recovered as soon as the fault ended".into()),
-            Some(s) => (true, format!("recovered {} after the fault", nb(table::secs(s)))),
-            None => (true, "recovered after the fault".into()),
-        },
-        (Some(_), false) if table::healed_late(run, col.fault) => (
-            false,
-            format!("healed only after losing most requests — goodput {after} after the fault"),
-        ),
-        (Some(_), false) if run.goodput_after < 0.5 || !run.goodput_after.is_finite() => {
-            (false, format!("stays down — goodput {after} after the fault"))
-        }
-        (Some(_), false) => (false, format!("did not recover — goodput {after} after the fault")),
-        (None, true) => (true, format!("healthy — goodput {}", nb(table::pct(run.goodput_before)))),
-        (None, false) => {
-            (false, format!("degraded — goodput {}", nb(table::pct(run.goodput_before))))
-        }
-    }
+/// The verdict for a run in one plain sentence ([`crate::verdict::words`]), and its tone.
+pub(super) fn verdict(col: &Col<'_>) -> (Tone, String) {
+    (words::tone(col.run.verdict), col.run.sentence())
 }
 
 /// The label of the recovery mark on the goodput chart.
@@ -94,16 +75,19 @@ fn nb(s: String) -> String {
 
 /// A column's heading: policy, verdict, and the numbers that tell a storm from a blip.
 pub(super) fn column_head(col: &Col<'_>) -> String {
-    let (good, words) = verdict(col);
+    let (tone, sentence) = verdict(col);
     let run = col.run;
     let tag =
         col.tag.map(|t| format!(r#"<span class="tag">{}</span>"#, esc(t))).unwrap_or_default();
+    let (class, sign) = match tone {
+        Tone::Good => ("good", "✓"),
+        Tone::Bad => ("bad", "✗"),
+        _ => ("neutral", "–"),
+    };
     let mut s = format!(
-        r#"<div class="colhead {}"><h2>{}{tag}</h2><p class="verdict">{} {}</p>"#,
-        if good { "good" } else { "bad" },
+        r#"<div class="colhead {class}"><h2>{}{tag}</h2><p class="verdict">{sign} {}</p>"#,
         esc(&col.title),
-        if good { "✓" } else { "✗" },
-        esc(&words)
+        esc(&sentence)
     );
     s.push_str(&amplification_line(col));
     s.push_str(r#"<dl class="stats">"#);
@@ -201,11 +185,15 @@ pub(super) fn how_to_read() -> String {
         ),
         (
             "Recovered",
-            "Goodput per second came back to at least 90 % of its pre-fault level and stayed \
-             there to the end of the run (the seconds count from the fault's end), and most \
-             requests after the fault were answered: goodput after is at least half of goodput \
-             before. So a run that refused most of a reconnect herd in one bad second does not \
-             read recovered. A storm that outlives its trigger never recovers by itself.",
+            "Goodput (per second) came back to at least 90 % of its own pre-fault level and \
+             stayed there for 5 seconds in a row, with no relapse of 5 seconds or more after \
+             it; dips shorter than that are noise (a service near its capacity has them fault or \
+             no fault). The seconds count from the fault's end. From then on goodput must be at \
+             least 90 % of the level (otherwise: partly), and over everything after the fault \
+             at least half of it (otherwise the run healed late, after losing most requests). \
+             Not judged: no fault, too little traffic before it, a stack that never served, or a \
+             run that ends too soon after the fault. A storm that outlives its trigger never \
+             recovers by itself.",
         ),
         (
             "Wasted work",

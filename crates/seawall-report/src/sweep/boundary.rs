@@ -97,6 +97,9 @@ fn along(policy: &str, path: &str, at: BTreeMap<String, f64>, line: &[(f64, f64)
     let crossings: Vec<usize> =
         (0..line.len() - 1).filter(|&i| heals(line[i].1) != heals(line[i + 1].1)).collect();
     let (first, last) = (line[0].0, line[line.len() - 1].0);
+    // Whether the interval's ends are points where every seed went one way (else they are the
+    // grid's ends and the sentence must not claim "every" or "none" there).
+    let mut exact = (false, false);
     let (kind, value, low, high) = match crossings.as_slice() {
         [] if heals(line[0].1) => (BoundaryKind::HealsEverywhere, None, None, None),
         [] => (BoundaryKind::StuckEverywhere, None, None, None),
@@ -107,15 +110,17 @@ fn along(policy: &str, path: &str, at: BTreeMap<String, f64>, line: &[(f64, f64)
             // The last point before the crossing that is all one way, the first after it that
             // is all the other way.
             let (lo_share, hi_share) = if below { (1.0, 0.0) } else { (0.0, 1.0) };
-            let low = line[..=i].iter().rev().find(|p| p.1 == lo_share).map_or(first, |p| p.0);
-            let high = line[i + 1..].iter().find(|p| p.1 == hi_share).map_or(last, |p| p.0);
+            let low = line[..=i].iter().rev().find(|p| p.1 == lo_share);
+            let high = line[i + 1..].iter().find(|p| p.1 == hi_share);
+            exact = (low.is_some(), high.is_some());
+            let (low, high) = (low.map_or(first, |p| p.0), high.map_or(last, |p| p.0));
             let kind = if below { BoundaryKind::HealsBelow } else { BoundaryKind::HealsAbove };
             (kind, Some(value), Some(low), Some(high))
         }
         _ => (BoundaryKind::NotMonotone, None, None, None),
     };
     let mixed = line.iter().any(|p| p.1 > 0.0 && p.1 < 1.0);
-    let words = words(policy, path, &at, kind, (value, low, high), (first, last), mixed);
+    let words = words(policy, path, &at, kind, (value, low, high), exact, (first, last), mixed);
     Boundary {
         policy: policy.to_string(),
         along: path.to_string(),
@@ -149,6 +154,7 @@ fn words(
     at: &BTreeMap<String, f64>,
     kind: BoundaryKind,
     (value, low, high): (Option<f64>, Option<f64>, Option<f64>),
+    (low_exact, high_exact): (bool, bool),
     (first, last): (f64, f64),
     mixed: bool,
 ) -> String {
@@ -170,19 +176,32 @@ fn words(
     match (kind, value, low, high) {
         (BoundaryKind::HealsBelow | BoundaryKind::HealsAbove, Some(v), Some(lo), Some(hi)) => {
             let side = if kind == BoundaryKind::HealsBelow { "below" } else { "above" };
-            let (yes, no) = if kind == BoundaryKind::HealsBelow { (lo, hi) } else { (hi, lo) };
-            let cmp = |heal: bool| match (kind == BoundaryKind::HealsBelow, heal) {
-                (true, true) | (false, false) => "≤",
-                _ => "≥",
+            let below = kind == BoundaryKind::HealsBelow;
+            let ((yes, yes_exact), (no, no_exact)) = if below {
+                ((lo, low_exact), (hi, high_exact))
+            } else {
+                ((hi, high_exact), (lo, low_exact))
+            };
+            let cmp = |heal: bool| if below == heal { "≤" } else { "≥" };
+            // Say only what the grid shows: "every seed" and "none" where a point had them,
+            // otherwise that most seeds did.
+            let yes = if yes_exact {
+                format!("every seed recovers at {what}{} {}", cmp(true), show(yes))
+            } else {
+                format!("most seeds recover at {what}{} {}", cmp(true), show(yes))
+            };
+            let no = if no_exact {
+                format!("none at {} {}", cmp(false), show(no))
+            } else {
+                format!(
+                    "most stay down at {} {}, though some seed recovers at every point swept",
+                    cmp(false),
+                    show(no)
+                )
             };
             format!(
-                "{policy} heals by itself {what}{side} ≈ {}{unit}{with} (every seed recovers at \
-                 {what}{} {}, none at {} {})",
-                approx(v),
-                cmp(true),
-                show(yes),
-                cmp(false),
-                show(no)
+                "{policy} heals by itself {what}{side} ≈ {}{unit}{with} ({yes}, {no})",
+                approx(v)
             )
         }
         (BoundaryKind::HealsEverywhere, ..) => {
@@ -211,6 +230,23 @@ mod tests {
         assert_eq!(b.kind, BoundaryKind::HealsBelow);
         assert_eq!((b.value, b.low, b.high), (Some(155.0), Some(150.0), Some(160.0)));
         assert!(b.words.starts_with("naive heals by itself below ≈ 155 QPS"), "{}", b.words);
+        assert!(b.words.ends_with("(every seed recovers at ≤ 150, none at ≥ 160)"), "{}", b.words);
+    }
+
+    #[test]
+    fn the_sentence_claims_only_what_the_grid_shows() {
+        // 1 of 3 seeds still recovers at the last point: not "none at ≥ 300".
+        let b = line(&[(260.0, 1.0), (280.0, 1.0), (300.0, 1.0 / 3.0)]);
+        assert!(
+            b.words.ends_with(
+                "(every seed recovers at ≤ 280, most stay down at ≥ 300, though some seed recovers at \
+                 every point swept)"
+            ),
+            "{}",
+            b.words
+        );
+        let b = line(&[(100.0, 2.0 / 3.0), (120.0, 0.0)]);
+        assert!(b.words.ends_with("(most seeds recover at ≤ 100, none at ≥ 120)"), "{}", b.words);
     }
 
     #[test]

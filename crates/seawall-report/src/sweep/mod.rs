@@ -13,13 +13,16 @@
 //! (`"edge.rate": 140`) beside that point's figures, and the boundaries found:
 //!
 //! ```
+//! use seawall_report::Verdict;
 //! use seawall_report::sweep::{Axis, Point, SeedRun, Sweep, boundaries};
 //!
 //! let run = |rate: f64| SeedRun {
 //!     seed: 1,
-//!     recovered: rate < 155.0,
-//!     recovery_s: (rate < 155.0).then_some(2.0),
-//!     healthy_from_s: (rate < 155.0).then_some(2.0),
+//!     verdict: if rate < 155.0 {
+//!         Verdict::Recovered { recovery_s: 2.0 }
+//!     } else {
+//!         Verdict::StaysDown
+//!     },
 //!     peak_amplification: 2.0,
 //!     goodput_before: 1.0,
 //!     goodput_during: 0.0,
@@ -57,7 +60,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::Fault;
+use crate::{Fault, Verdict};
 
 pub use boundary::{Boundary, BoundaryKind, boundaries};
 pub use text::render_sweep_table;
@@ -76,14 +79,8 @@ pub struct Axis {
 pub struct SeedRun {
     /// The seed this run used; `seawall simulate --set PATH=VALUE… --seed SEED` repeats it.
     pub seed: u64,
-    /// See [`Run::recovered`](crate::Run::recovered).
-    pub recovered: bool,
-    /// See [`Run::recovery_s`](crate::Run::recovery_s).
-    pub recovery_s: Option<f64>,
-    /// See [`Summary::healthy_from_s`](crate::Summary::healthy_from_s): `Some` while
-    /// `recovered` is false means it healed late, after losing most post-fault requests.
-    #[serde(default)]
-    pub healthy_from_s: Option<f64>,
+    /// The run's verdict ([`crate::verdict`]).
+    pub verdict: Verdict,
     /// See [`Run::peak_amplification`](crate::Run::peak_amplification).
     pub peak_amplification: f64,
     /// See [`Run::goodput_before`](crate::Run::goodput_before).
@@ -109,8 +106,8 @@ pub struct Point {
     pub recovered: bool,
     /// How many seeds recovered.
     pub recovered_seeds: usize,
-    /// How many seeds healed late: every second healthy by the end of the run, but most
-    /// requests after the fault lost (a longer run may call them recovered).
+    /// How many seeds healed late ([`Verdict::HealedLate`]): back for good, but after most
+    /// requests after the fault were lost (a longer run may call them recovered).
     #[serde(default)]
     pub late_seeds: usize,
     /// Median recovery time over the seeds that recovered; `None` if none did.
@@ -132,14 +129,11 @@ impl Point {
     pub fn new(at: Vec<(String, f64)>, policy: &str, runs: Vec<SeedRun>) -> Point {
         let n = runs.len().max(1) as f64;
         let mean = |f: fn(&SeedRun) -> f64| runs.iter().map(f).sum::<f64>() / n;
-        let recovered_seeds = runs.iter().filter(|r| r.recovered).count();
-        let late_seeds = runs.iter().filter(|r| !r.recovered && r.healthy_from_s.is_some()).count();
-        let mut times: Vec<f64> = runs
-            .iter()
-            .filter(|r| r.recovered)
-            .filter_map(|r| r.recovery_s)
-            .filter(|s| s.is_finite())
-            .collect();
+        let recovered_seeds = runs.iter().filter(|r| r.verdict.is_recovered()).count();
+        let late_seeds =
+            runs.iter().filter(|r| matches!(r.verdict, Verdict::HealedLate { .. })).count();
+        let mut times: Vec<f64> =
+            runs.iter().filter_map(|r| r.verdict.recovery_s()).filter(|s| s.is_finite()).collect();
         times.sort_by(f64::total_cmp);
         let recovery_s = match times.len() {
             0 => None,

@@ -2,7 +2,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
-use seawall_report::{Fault, Results, Run, Series, Source, summarize};
+use seawall_report::{Fault, Results, Run, Series, Source};
 
 /// A run of 60 s at 280 rps with an outage from 10 s to 20 s, in one of two shapes: `storm`
 /// (goodput stays near zero after the fault, the bottom tier sees 3×3 attempts) or the cure
@@ -40,21 +40,11 @@ pub fn run(policy: &str, storm: bool) -> Run {
         shed_rps: (0..n).map(|i| if faulty(i) && !storm { 30.0 } else { 0.0 }).collect(),
         breaker_open: vec![0.0; n],
     };
-    let s = summarize(&series, Some(&fault()));
-    Run {
-        policy: policy.into(),
-        recovered: s.recovered,
-        recovery_s: s.recovery_s,
-        peak_amplification: s.peak_amplification,
-        attempts_per_call: if storm { 7.4 } else { 1.04 },
-        goodput_before: s.goodput_before,
-        goodput_during: s.goodput_during,
-        goodput_after: s.goodput_after,
-        wasted_work: if storm { 0.62 } else { 0.03 },
-        events: 1_000_000,
-        hedging: Vec::new(),
-        series,
-    }
+    let mut run = Run::judged(policy, series, Some(&fault()));
+    run.attempts_per_call = if storm { 7.4 } else { 1.04 };
+    run.wasted_work = if storm { 0.62 } else { 0.03 };
+    run.events = 1_000_000;
+    run
 }
 
 /// The fault of the synthetic runs.

@@ -30,8 +30,8 @@ mod seed;
 
 use std::num::NonZeroUsize;
 
+use seawall_report::Fault;
 use seawall_report::sweep::{Axis, Point, SeedRun, Sweep, boundaries};
-use seawall_report::{Fault, summarize};
 
 use crate::error::Error;
 use crate::scenario::Scenario;
@@ -157,12 +157,9 @@ impl Plan {
             let (at, scenario) = &self.points[(i % per_policy) / k];
             let seed = point_seed(self.seed, at, (i % k) as u32);
             let (run, _) = crate::run_policy(scenario, policy, seed, &mut |_| {})?;
-            let sum = summarize(&run.series, crate::run::fault(scenario).as_ref());
             Ok(SeedRun {
                 seed,
-                recovered: run.recovered,
-                recovery_s: run.recovery_s,
-                healthy_from_s: sum.healthy_from_s,
+                verdict: run.verdict,
                 peak_amplification: run.peak_amplification,
                 goodput_before: run.goodput_before,
                 goodput_during: run.goodput_during,
