@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use seawall_lab::load::{
-    self, LoadSpec, Progress, Schedule, Target, parse_duration, parse_header, parse_stage,
+use seawall_load::{
+    self as load, LoadSpec, Progress, Schedule, Target, parse_duration, parse_header, parse_stage,
 };
 
 /// Arguments of `seawall load`.

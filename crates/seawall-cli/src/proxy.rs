@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use seawall_lab::proxy::{Fault, Limits, Mode, ProxyConfig, run_blocking};
+use seawall_proxy::{AdminAuth, AdminToken, Fault, Limits, Mode, ProxyConfig, run_blocking};
 
 const ABOUT: &str = "\
 Put this between a service and one dependency to break the dependency on cue and count what the
@@ -31,10 +31,12 @@ FAULTS: KIND:SECONDS[@START][,KEY=VALUE...]
                   rate=KB/s (required)
   Every kind takes pct=P, the share of connections/requests touched (toxiproxy's toxicity).
 
-CONTROL API (--control, loopback):
+CONTROL API (--control, loopback; changing faults takes the bearer token of
+--admin-token-file or $SEAWALL_ADMIN_TOKEN, as the admin endpoints of seawall's layers do):
   GET /state              time, faults, per-second series (JSON)
-  POST /faults  BODY      add a fault, START counted from now   (curl -d fail:10 ADDR/faults)
-  DELETE /faults          clear every fault, scheduled ones too
+  POST /faults  BODY      add a fault, START counted from now
+                          (curl -H 'Authorization: Bearer TOKEN' -d fail:10 ADDR/faults)
+  DELETE /faults          clear every fault, scheduled ones too (token too)
   GET /metrics            Prometheus text: seawall_proxy_connections_total, _requests_total,
                           _attempts_total{attempt}, _faulted_total{fault}, _identical_in_flight, ...
 
@@ -64,9 +66,14 @@ pub(crate) struct Args {
     /// A scheduled fault (repeatable), e.g. fail:10@5 (see FAULTS below, or --help).
     #[arg(long = "fault", value_name = "SPEC")]
     faults: Vec<String>,
-    /// Serve the control API and /metrics here (loopback HOST:PORT).
+    /// Serve the control API and /metrics here (loopback HOST:PORT). Changing faults through it
+    /// takes a bearer token: --admin-token-file or $SEAWALL_ADMIN_TOKEN.
     #[arg(long, value_name = "ADDR")]
     control: Option<String>,
+    /// File holding the control API's bearer token (at least 16 characters of letters, digits
+    /// and -._~+/=; e.g. `openssl rand -hex 16 > token`). Default: $SEAWALL_ADMIN_TOKEN.
+    #[arg(long, value_name = "PATH", requires = "control")]
+    admin_token_file: Option<std::path::PathBuf>,
     /// Seed of the random draws (shares, latencies).
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -85,11 +92,16 @@ fn config(args: &Args) -> anyhow::Result<(ProxyConfig, Option<Duration>)> {
     let mode = if args.http { Mode::Http } else { Mode::Tcp };
     let mut c = ProxyConfig::new(&args.listen, &args.upstream, mode)?;
     c.faults = args.faults.iter().map(|f| f.parse::<Fault>()).collect::<Result<_, _>>()?;
-    c.control = args
-        .control
-        .as_deref()
-        .map(|a| seawall_lab::proxy::parse_addr("--control", a))
-        .transpose()?;
+    c.control =
+        args.control.as_deref().map(|a| seawall_proxy::parse_addr("--control", a)).transpose()?;
+    if c.control.is_some() {
+        let token = crate::token::admin_token(None, args.admin_token_file.as_deref())?.context(
+            "--control needs a bearer token for changing faults: --admin-token-file PATH or \
+                 $SEAWALL_ADMIN_TOKEN (at least 16 characters, e.g. `openssl rand -hex 16`)",
+        )?;
+        let token = AdminToken::new(&token).context("--admin-token-file / $SEAWALL_ADMIN_TOKEN")?;
+        c.control_auth = Some(AdminAuth::Bearer(token));
+    }
     c.seed = args.seed;
     c.limits = Limits {
         max_connections: args.max_connections,
