@@ -87,7 +87,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "SECONDS")]
     hold: Option<f64>,
     /// Write results.json (measured), sim.json (predicted) and report.html (both) here.
-    #[arg(long, default_value = "lab-report")]
+    #[arg(long, default_value = "out/lab")]
     out: PathBuf,
     /// Print results.json to stdout (the tables go to stderr).
     #[arg(long)]

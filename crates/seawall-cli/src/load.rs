@@ -59,7 +59,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=load::MAX_THREADS as i64))]
     threads: Option<u8>,
     /// Write results.json and report.html here.
-    #[arg(long, default_value = "load-report")]
+    #[arg(long, default_value = "out/load")]
     out: PathBuf,
     /// Print results.json to stdout (the table goes to stderr).
     #[arg(long)]
@@ -110,6 +110,16 @@ fn spec(args: &Args) -> anyhow::Result<LoadSpec> {
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let spec = spec(&args)?;
+    // A target nothing listens on is a run that cannot say anything: refuse it before it starts
+    // rather than count every request as a connect error and exit 0.
+    if let Err(e) = std::net::TcpStream::connect_timeout(&spec.target.addr, Duration::from_secs(2))
+    {
+        eprintln!(
+            "seawall: error: cannot connect to {}: {e} (is the target running?)",
+            spec.target.addr
+        );
+        return Ok(ExitCode::from(1));
+    }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let tty = std::io::stderr().is_terminal();
@@ -141,6 +151,14 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         print!("{}", out.render_table());
         println!("wrote {}", args.out.join("results.json").display());
+    }
+    let t = &out.load.totals;
+    if t.sent > 0 && t.connect == t.sent {
+        eprintln!(
+            "seawall: error: no request reached {}: all {} connects failed",
+            spec.target.addr, t.sent
+        );
+        return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -15,7 +15,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use detect_support::{Prometheus, TempDir, have, seawall, text, verdicts};
+use detect_support::{Prometheus, TempDir, seawall, text, verdicts};
+use seawall_testkit::require_external;
 
 /// When the fault starts, seconds after the stack is up; how long it lasts; the run's length.
 const AT: f64 = 12.0;
@@ -202,10 +203,9 @@ fn machine_saturated() -> bool {
 }
 
 #[test]
+#[ignore = "needs prometheus"]
 fn prometheus_on_a_running_lab_agrees_with_scraping_it() {
-    if !have("prometheus") {
-        return;
-    }
+    require_external("prometheus");
     let root = TempDir::new("lab-prom");
     let prom = Prometheus::start_file_sd(TempDir::new("lab-prom-tsdb"));
 

@@ -97,8 +97,16 @@ pub struct SecondReport {
     /// Counts of the requests due in it.
     #[serde(flatten)]
     pub counts: Counts,
-    /// Their latency.
+    /// Their latency, from the schedule.
     pub latency_ms: Latency,
+    /// Their latency from the actual send: the target's own response time (absent from files
+    /// written before it existed).
+    #[serde(default)]
+    pub latency_from_send_ms: Latency,
+    /// Worst lag behind the schedule of a request due in this second (absent from files
+    /// written before it existed).
+    #[serde(default)]
+    pub max_lag_ms: f64,
 }
 
 /// What `results.json` holds under `load`.
@@ -159,6 +167,8 @@ impl LoadResults {
                 t: i as f64,
                 counts: Counts::of(s),
                 latency_ms: Latency::of(&s.latency),
+                latency_from_send_ms: Latency::of(&s.from_send),
+                max_lag_ms: s.max_lag.as_micros() as f64 / 1000.0,
             })
             .collect();
         let mut totals = Counts::default();
@@ -245,11 +255,93 @@ impl LoadResults {
         s
     }
 
-    /// `report.html`: the shared report of the results, with the load's own figures under
-    /// its summary (the latency over the run from the schedule and from the send, and the
-    /// per-second counts and latency of the terminal table).
+    /// What the page and the table say about recovery. A load run injects no fault, so there
+    /// is no recovery to judge.
+    // The verdict's words belong to seawall-report's one judgement (the shared verdict module,
+    // in rewrite): take the wording from there once it exposes the "no fault" case.
+    pub const NOT_JUDGED: &'static str =
+        "no fault injected — not judged: this is a load test, not a recovery test";
+
+    /// `report.html`: a load report, not the simulator's page. Charts, second by second, of
+    /// offered / sent / good / dropped requests, errors by kind, latency percentiles from the
+    /// schedule and from the send, and the generator's own lag behind its schedule; then the
+    /// latency over the run and the per-second table. No amplification, tier or queue charts
+    /// (a black-box target has none to show) and no recovery verdict (no fault was injected).
     pub fn render_html(&self) -> String {
+        use seawall_report::{Chart, ChartLine, Page};
         let l = &self.load;
+        let t: Vec<f64> = l.per_second.iter().map(|s| s.t).collect();
+        let line = |name: &str, f: &dyn Fn(&SecondReport) -> f64| ChartLine {
+            name: name.into(),
+            t: t.clone(),
+            v: l.per_second.iter().map(f).collect(),
+        };
+        let nan = |v: Option<f64>| v.unwrap_or(f64::NAN);
+        let charts = vec![
+            Chart {
+                title: "Requests, by the second they were due".into(),
+                unit: "requests / s".into(),
+                why: "Offered is the schedule; sent, what left the generator; good, the 2xx \
+                      answers within the deadline (goodput); dropped, what the generator could \
+                      not send in time."
+                    .into(),
+                lines: vec![
+                    line("offered", &|s| s.counts.offered as f64),
+                    line("sent", &|s| s.counts.sent as f64),
+                    line("good", &|s| s.counts.good as f64),
+                    line("dropped", &|s| s.counts.dropped() as f64),
+                ],
+            },
+            Chart {
+                title: "Errors, by kind".into(),
+                unit: "requests / s".into(),
+                why: "connect: no connection; deadline: no answer in time; 5xx, 4xx: answered \
+                      so; other: a broken connection or a malformed answer."
+                    .into(),
+                lines: vec![
+                    line("connect", &|s| s.counts.connect as f64),
+                    line("deadline", &|s| s.counts.deadline as f64),
+                    line("5xx", &|s| s.counts.status_5xx as f64),
+                    line("4xx", &|s| s.counts.status_4xx as f64),
+                    line("other", &|s| s.counts.other as f64),
+                ],
+            },
+            Chart {
+                title: "Latency from the schedule".into(),
+                unit: "ms".into(),
+                why: "From each request's scheduled time to the end of its answer: what a user \
+                      arriving then waits, the generator's own lag and any wait for a \
+                      connection included (no coordinated omission)."
+                    .into(),
+                lines: vec![
+                    line("p50", &|s| nan(s.latency_ms.p50)),
+                    line("p90", &|s| nan(s.latency_ms.p90)),
+                    line("p99", &|s| nan(s.latency_ms.p99)),
+                ],
+            },
+            Chart {
+                title: "Latency from the send".into(),
+                unit: "ms".into(),
+                why: "From the moment each request was written: the target's own response time."
+                    .into(),
+                lines: vec![
+                    line("p50", &|s| nan(s.latency_from_send_ms.p50)),
+                    line("p90", &|s| nan(s.latency_from_send_ms.p90)),
+                    line("p99", &|s| nan(s.latency_from_send_ms.p99)),
+                ],
+            },
+            Chart {
+                title: "The generator's own lag behind its schedule".into(),
+                unit: "ms".into(),
+                why: format!(
+                    "The worst lag of a request due in each second. Its timer fires on 1 ms \
+                     ticks; above {} ms a request is dropped rather than sent late: a lag near \
+                     that bound, or drops, mean the generator, not the target, was the limit.",
+                    l.max_lateness_ms
+                ),
+                lines: vec![line("worst lag", &|s| s.max_lag_ms)],
+            },
+        ];
         let ms = |v: Option<f64>| v.map_or_else(|| "—".into(), |v| format!("{v:.3}"));
         let pct = |lat: &Latency| vec![ms(lat.p50), ms(lat.p90), ms(lat.p99), ms(lat.max)];
         let heads = |first: &[&str]| {
@@ -266,9 +358,9 @@ impl LoadResults {
             title: "Latency over the run".into(),
             note: format!(
                 "From the schedule: from each request's scheduled send time to the end of its \
-                 answer, so the generator's own lag (worst {:.1} ms; its timer fires on 1 ms \
-                 ticks) and any wait for a free connection count, and a request at its deadline \
-                 counts at the deadline. From the send: the target's own response time.",
+                 answer, so the generator's own lag (worst {:.1} ms) and any wait for a free \
+                 connection count, and a request at its deadline counts at the deadline. From \
+                 the send: the target's own response time.",
                 l.max_lag_ms
             ),
             header: heads(&["measured", "requests"]),
@@ -277,6 +369,7 @@ impl LoadResults {
                 row("from the send", &l.latency_from_send_ms),
             ],
         };
+        let c = &l.totals;
         let per_second = ExtraTable {
             title: "Each second".into(),
             note: format!(
@@ -285,24 +378,64 @@ impl LoadResults {
                  Latency from the schedule.",
                 l.max_lateness_ms, l.max_in_flight, l.peak_connections, l.connections_opened
             ),
-            header: heads(&["t (s)", "offered", "sent", "dropped", "good", "errors"]),
+            header: heads(&[
+                "t (s)", "offered", "sent", "dropped", "good", "connect", "deadline", "5xx", "4xx",
+                "other",
+            ]),
             rows: l
                 .per_second
                 .iter()
-                .map(|s| {
-                    let c = &s.counts;
-                    let errors = c.connect + c.deadline + c.status_5xx + c.status_4xx + c.other;
-                    let mut r: Vec<String> = [s.t as u64, c.offered, c.sent, c.dropped(), c.good]
-                        .iter()
-                        .map(u64::to_string)
-                        .collect();
-                    r.push(errors.to_string());
-                    r.extend(pct(&s.latency_ms));
+                .map(|s| (s.t.to_string(), &s.counts, &s.latency_ms))
+                .chain([("all".to_string(), c, &l.latency_ms)])
+                .map(|(t, c, lat)| {
+                    let mut r = vec![t];
+                    r.extend(
+                        [
+                            c.offered,
+                            c.sent,
+                            c.dropped(),
+                            c.good,
+                            c.connect,
+                            c.deadline,
+                            c.status_5xx,
+                            c.status_4xx,
+                            c.other,
+                        ]
+                        .map(|v| v.to_string()),
+                    );
+                    r.extend(pct(lat));
                     r
                 })
                 .collect(),
         };
-        seawall_report::render_html_with(&self.results, &[overall, per_second])
+        let share = |a: u64| {
+            if c.offered == 0 {
+                "—".into()
+            } else {
+                format!("{:.1} %", 100.0 * a as f64 / c.offered as f64)
+            }
+        };
+        let page = Page {
+            title: "seawall load".into(),
+            description: self.results.description.clone(),
+            facts: vec![
+                ("offered".into(), c.offered.to_string()),
+                ("good".into(), format!("{} ({})", c.good, share(c.good))),
+                (
+                    "errors".into(),
+                    share(c.connect + c.deadline + c.status_5xx + c.status_4xx + c.other),
+                ),
+                ("dropped".into(), format!("{} ({})", c.dropped(), share(c.dropped()))),
+                ("peak in flight".into(), format!("{} of {}", l.peak_in_flight, l.max_in_flight)),
+                ("generator lag".into(), format!("worst {:.1} ms", l.max_lag_ms)),
+            ],
+            verdict: Self::NOT_JUDGED.into(),
+            charts,
+            duration_s: self.results.duration_s,
+            tables: vec![overall, per_second],
+            from: "results.json".into(),
+        };
+        seawall_report::render_page(&page)
     }
 
     /// The per-second table and the totals, for a terminal.
@@ -357,6 +490,10 @@ impl LoadResults {
             ms3(f.p99),
             ms3(f.max)
         );
+        out += "columns: offered = due by the schedule; sent = left the generator; dropped = not sent in \
+                time; good = 2xx within the deadline; connect, deadline, 5xx, 4xx, other = errors by \
+                kind; p50ms..maxms = latency from the schedule\n";
+        let _ = writeln!(out, "recovery: {}", Self::NOT_JUDGED);
         out
     }
 }

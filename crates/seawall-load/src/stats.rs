@@ -56,6 +56,12 @@ pub struct Second {
     pub other: u64,
     /// Latency of this second's requests, microseconds (two significant digits).
     pub latency: Histogram<u32>,
+    /// The same requests' latency from their actual send (the target's own response time),
+    /// microseconds (two significant digits).
+    pub from_send: Histogram<u32>,
+    /// Worst lag behind the schedule of a request due in this second: the generator's own
+    /// saturation, second by second.
+    pub max_lag: Duration,
 }
 
 impl Second {
@@ -72,6 +78,8 @@ impl Second {
             status_4xx: 0,
             other: 0,
             latency: Histogram::new_with_bounds(1, LATENCY_MAX_US, 2).expect("static bounds"),
+            from_send: Histogram::new_with_bounds(1, LATENCY_MAX_US, 2).expect("static bounds"),
+            max_lag: Duration::ZERO,
         }
     }
 }
@@ -123,7 +131,9 @@ impl Recorder {
 
     /// The request due in `sec` was sent `lag` after its time, with `in_flight` now in flight.
     pub fn sent(&mut self, sec: usize, lag: Duration, in_flight: usize) {
-        self.at(sec).sent += 1;
+        let s = self.at(sec);
+        s.sent += 1;
+        s.max_lag = s.max_lag.max(lag);
         self.max_lag = self.max_lag.max(lag);
         self.peak_in_flight = self.peak_in_flight.max(in_flight);
     }
@@ -143,6 +153,8 @@ impl Recorder {
             a.status_4xx += b.status_4xx;
             a.other += b.other;
             a.latency.add(&b.latency).expect("same bounds");
+            a.from_send.add(&b.from_send).expect("same bounds");
+            a.max_lag = a.max_lag.max(b.max_lag);
         }
         self.overall.add(&o.overall).expect("same bounds");
         self.from_send.add(&o.from_send).expect("same bounds");
@@ -189,6 +201,7 @@ impl Recorder {
                 u64::try_from(d.as_micros()).unwrap_or(u64::MAX).clamp(1, LATENCY_MAX_US)
             };
             s.latency.saturating_record(us(latency));
+            s.from_send.saturating_record(us(from_send));
             self.overall.saturating_record(us(latency));
             self.from_send.saturating_record(us(from_send));
         }

@@ -9,7 +9,10 @@
 pub mod results;
 pub mod sweep;
 
-pub use html::{ExtraTable, render_html, render_html_compare, render_html_with, render_sweep_html};
+pub use html::{
+    Chart, ChartLine, ExtraTable, Page, render_html, render_html_compare, render_html_with,
+    render_page, render_sweep_html,
+};
 pub use results::{Fault, Hedging, Results, Run, Series, Source, Summary, summarize};
 pub use table::{render_hedging, render_table};
 pub mod html;

@@ -34,7 +34,7 @@
 //! p.add_fault("db:fail:10")?;
 //! p.add_config("before=./start-stack.sh --retries 3")?;
 //! p.add_config("after=./start-stack.sh --seawall")?;
-//! let out = run_target_blocking(&p, std::path::Path::new("lab-report"), None, |_| {})?;
+//! let out = run_target_blocking(&p, std::path::Path::new("out/lab"), None, |_| {})?;
 //! if let Some(out) = out {
 //!     print!("{}", seawall_report::render_table(&out.results));
 //! }

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Every publishable crate packages, and each package builds from what it ships
+# (`cargo package --workspace`: the crates packaged together, path dependencies resolved to the
+# packages being made). The warnings that each test, bench and example left out of a package is
+# "ignored" are expected (the include lists keep tests and their data in the repository) and
+# filtered out.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+start=$(date +%s)
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+if ! cargo package --workspace --locked > "$log" 2>&1; then
+  grep -vE '^warning: ignoring (test|benchmark|example)|^\s+(Compiling|Packaging|Archiving|Verifying|Downloaded|Updating)' "$log" | tail -n 60
+  echo "package: FAILED"
+  exit 1
+fi
+grep -E '^\s+Packaged' "$log" || true
+echo "package: $(grep -cE '^\s+Packaged' "$log") crates packaged and verified in $(( $(date +%s) - start )) s"
