@@ -25,11 +25,22 @@ FAULTS: KIND:SECONDS[@START][,KEY=VALUE...]
                   max=S  the longest hold, then a reset [30]
   slow          added latency per request (TCP: per statement or write)
                   latency=MS [100]  jitter=MS  dist=fixed|uniform|exp
-  restart-cold  refuse connections SECONDS, then serve a share rising linearly to 100 %
+  restart-cold  refuse SECONDS (listener and open connections closed), then serve a share
+                rising linearly to 100 %
                   warmup=S [10]  floor=P  the share served at first [10]
   bandwidth     KB/s per connection and direction (TCP mode only)
                   rate=KB/s (required)
-  Every kind takes pct=P, the share of connections/requests touched (toxiproxy's toxicity).
+  Every kind takes pct=P, the share of the unit it touches (toxiproxy's toxicity). The unit is
+  the request in HTTP mode and the connection (a PostgreSQL session) in TCP mode: pct=50 fails
+  half the sessions, each for all its statements while the fault acts.
+
+WHAT IT CANNOT SEE:
+  TLS is passed through unread: a PostgreSQL client that negotiates TLS (libpq's default
+  sslmode=prefer against ssl=on) has no statements counted and faults act per connection and
+  per write. Connect with PGSSLMODE=disable (sslmode=disable) to have statements counted.
+  Attempt numbers come from Request-Attempt or grpc-previous-rpc-attempts: a retrier that
+  sends neither (HAProxy, nginx, most SDKs) has every request counted as attempt=\"1\".
+  seawall_proxy_bytes_total exists in TCP mode only (absent, not 0, in HTTP mode).
 
 CONTROL API (--control, loopback; changing faults takes the bearer token of
 --admin-token-file or $SEAWALL_ADMIN_TOKEN, as the admin endpoints of seawall's layers do):
@@ -38,11 +49,13 @@ CONTROL API (--control, loopback; changing faults takes the bearer token of
                           (curl -H 'Authorization: Bearer TOKEN' -d fail:10 ADDR/faults)
   DELETE /faults          clear every fault, scheduled ones too (token too)
   GET /metrics            Prometheus text: seawall_proxy_connections_total, _requests_total,
-                          _attempts_total{attempt}, _faulted_total{fault}, _identical_in_flight, ...
+                          _attempts_total{attempt}, _faulted_total{fault} (refused, held or
+                          delayed), _identical_in_flight, ...
 
 EXAMPLES:
   seawall proxy --listen 127.0.0.1:7000 --upstream 127.0.0.1:5432 --fault fail:10@5
-  seawall proxy --http --listen 127.0.0.1:7080 --upstream 127.0.0.1:8080 --control 127.0.0.1:7081 \\
+  SEAWALL_ADMIN_TOKEN=$(openssl rand -hex 16) seawall proxy --http --listen 127.0.0.1:7080 \\
+      --upstream 127.0.0.1:8080 --control 127.0.0.1:7081 \\
       --fault 'restart-cold:5@10,warmup=20,floor=5' --fault 'slow:30@40,latency=200,dist=exp'
 
 Exit codes: 0 stopped (Ctrl-C, SIGTERM or --duration), 2 bad input (address, fault, bound).";

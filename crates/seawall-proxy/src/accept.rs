@@ -15,8 +15,8 @@ const TICK: Duration = Duration::from_millis(20);
 
 /// Accepts until aborted, running `handle` per connection. Connections beyond
 /// [`Limits::max_connections`](super::Limits::max_connections) are reset at once. While a
-/// fault refuses connections the listener is closed, and bound again to the same address when
-/// the refusal ends. The connection tasks live in a [`JoinSet`] owned here, so aborting this
+/// fault refuses connections the listener is closed, every open connection is closed with it,
+/// and the listener is bound again to the same address when the refusal ends. The connection tasks live in a [`JoinSet`] owned here, so aborting this
 /// loop ends them too.
 pub(super) async fn accept_loop<F, Fut>(listener: TcpListener, shared: Arc<Shared>, handle: F)
 where
@@ -31,6 +31,7 @@ where
         if let Some(until) = shared.faults.refusing_until(shared.now()) {
             if listener.take().is_some() {
                 shared.stats.faulted(shared.now(), "refuse");
+                shared.restarts.send_modify(|n| *n += 1);
             }
             tokio::select! {
                 _ = tokio::time::sleep(shared.until(until).min(TICK)) => {}
@@ -63,8 +64,13 @@ where
                     continue;
                 };
                 let run = handle(stream, shared.clone());
+                let mut restarts = shared.restarts.subscribe();
                 tasks.spawn(async move {
-                    run.await;
+                    // A refusal that closes the listener closes this connection too.
+                    tokio::select! {
+                        () = run => {}
+                        _ = restarts.changed() => {}
+                    }
                     drop(permit);
                 });
             }

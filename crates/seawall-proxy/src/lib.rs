@@ -23,23 +23,44 @@
 //! starts (default 0; a fault posted live starts `START` seconds after it is posted). The names
 //! follow toxiproxy's toxics where one exists.
 //!
-//! | kind | does | keys |
-//! |---|---|---|
-//! | `fail` | refuses: connection refused (the listener closes), TCP reset or close; HTTP 503, or gRPC UNAVAILABLE (status 14) | `mode=refuse\|reset\|close\|503` (default: reset in TCP mode, 503 in HTTP) |
-//! | `partial` | `fail` for a share only | `pct=P` (required), `mode` |
-//! | `hang` | accepts and holds; nothing passes until the fault ends | `max=S` the longest hold, then a reset (default 30) |
-//! | `slow` | adds latency before each request | `latency=MS` (default 100), `jitter=MS`, `dist=fixed\|uniform\|exp` |
-//! | `restart-cold` | refuses connections for `SECONDS` (listener closed), then serves a share growing linearly to 100 % | `warmup=S` (default 10), `floor=P` the share at first (default 10) |
-//! | `bandwidth` | at most `rate` KB/s per connection and direction (TCP mode) | `rate=KB/s` (required) |
+//! | kind | does | unit (TCP mode / HTTP mode) | keys |
+//! |---|---|---|---|
+//! | `fail` | refuses: connection refused (the listener closes), TCP reset or close; HTTP 503, or gRPC UNAVAILABLE (status 14) | connection / request | `mode=refuse\|reset\|close\|503` (default: reset in TCP mode, 503 in HTTP) |
+//! | `partial` | `fail` for a share only | connection / request | `pct=P` (required), `mode` |
+//! | `hang` | accepts and holds; nothing passes until the fault ends | connection / request | `max=S` the longest hold, then a reset (default 30) |
+//! | `slow` | adds latency before each request | share: connection / request; latency: each statement / request | `latency=MS` (default 100), `jitter=MS`, `dist=fixed\|uniform\|exp` |
+//! | `restart-cold` | refuses for `SECONDS` (listener closed, open connections closed), then serves a share growing linearly to 100 % | connection / request | `warmup=S` (default 10), `floor=P` the share at first (default 10) |
+//! | `bandwidth` | at most `rate` KB/s per connection and direction (TCP mode) | every connection | `rate=KB/s` (required) |
 //!
-//! Every kind takes `pct=P`, the share of connections or requests it touches (toxiproxy's
-//! `toxicity`, in percent). `slow` with `jitter` is uniform in latency ± jitter (toxiproxy's
-//! latency toxic); `dist=exp` is exponential with mean `latency`, cut at 10× the mean.
+//! Every kind takes `pct=P`, the share of the unit it touches (toxiproxy's `toxicity`, in
+//! percent). `slow` with `jitter` is uniform in latency ± jitter (toxiproxy's latency toxic);
+//! `dist=exp` is exponential with mean `latency`, cut at 10× the mean.
 //!
-//! In TCP mode a decision is made per connection and again per client write that carries a
-//! request (for PostgreSQL: a simple query or an `Execute`; for other protocols: every write),
-//! so a pooled connection meets a fault that starts after it was opened, as it would meet a
-//! server going away. In HTTP mode, per request.
+//! **The unit.** In HTTP mode every request is decided on its own: `partial:10,pct=50` fails
+//! half the requests. In TCP mode the unit is the connection — for PostgreSQL, a session: each
+//! connection draws once per fault whether it is in that fault's share ([`schedule::Draws`]),
+//! and every statement it sends meets that same draw, so `pct=50` fails half the sessions (each
+//! at its first statement while the fault acts), not some statement of most of them. A fault
+//! that starts after a connection opened still reaches it at its next statement (or, for other
+//! protocols, its next write), as a server going away would. A `restart-cold` or a
+//! `fail:…,mode=refuse` closes the listener and every open connection with it.
+//!
+//! # What the proxy can and cannot see
+//!
+//! - **TLS is passed through, unread.** A PostgreSQL client that negotiates TLS (libpq's
+//!   default `sslmode=prefer` against a server with `ssl=on`, as Debian's is) is forwarded
+//!   byte for byte, but its statements are invisible: no requests, no attempts, no identical
+//!   statements in flight, and faults act per connection and per client write. Connect through
+//!   the proxy with `sslmode=disable` (`PGSSLMODE=disable`) to have statements counted. HTTPS is
+//!   not read in HTTP mode: put the proxy where the traffic is plain HTTP.
+//! - **Attempt numbers are what the client says.** They come from `Request-Attempt` (seawall's
+//!   layers) or `grpc-previous-rpc-attempts` (gRPC); a retrier that sends neither (HAProxy,
+//!   nginx, most SDKs) has every request counted as `attempt="1"`, since the proxy cannot tell
+//!   its retries from first attempts. Compare the proxy's request rate with the edge's instead.
+//! - **Counters a mode does not measure are absent**, not 0: `seawall_proxy_bytes_total` exists
+//!   in TCP mode only. `seawall_proxy_faulted_total{fault}` counts what each kind acted on:
+//!   refused or dropped (`fail`, `partial`, `restart-cold`, `refuse`), held (`hang`, once per
+//!   hold) or delayed (`slow`).
 //!
 //! # Control
 //!
@@ -63,9 +84,7 @@
 //!
 //! HTTP request bodies are read whole before forwarding (to key identical requests), so a
 //! client-streaming or bidirectional gRPC call that never ends its request stream is not
-//! proxied; unary and server-streaming calls are. In TCP mode a PostgreSQL connection that
-//! negotiates TLS is forwarded but not read (its statements are not counted, and faults are
-//! decided per client write).
+//! proxied; unary and server-streaming calls are.
 //!
 //! # Example
 //!
@@ -278,6 +297,10 @@ struct Shared {
     mode: Mode,
     held: Arc<Semaphore>,
     control_auth: AdminAuth,
+    /// Bumped each time the listener closes for a refusal (`fail` with `mode=refuse`, the down
+    /// phase of `restart-cold`): every open connection is closed then, as a server that goes
+    /// away closes its own.
+    restarts: tokio::sync::watch::Sender<u64>,
 }
 
 impl Shared {
@@ -330,7 +353,8 @@ impl Proxy {
         let start = clock.now();
         let shared = Arc::new(Shared {
             faults: Faults::new(config.faults),
-            stats: Arc::new(Stats::default()),
+            // Bytes are counted only where they are read one by one: in TCP mode.
+            stats: Arc::new(Stats::new(config.mode == Mode::Tcp)),
             clock,
             start,
             seeds: SeedSource::new(config.seed),
@@ -339,6 +363,7 @@ impl Proxy {
             mode: config.mode,
             held: Arc::new(Semaphore::new(config.limits.max_held)),
             control_auth: config.control_auth.unwrap_or_else(AdminAuth::unauthenticated),
+            restarts: tokio::sync::watch::Sender::new(0),
         });
         let listen = listener.local_addr()?;
         let mut tasks = vec![match config.mode {

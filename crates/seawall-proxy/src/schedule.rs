@@ -70,9 +70,83 @@ pub fn cold_share(
     floor + (1.0 - floor) * (warm.as_secs_f64() / warmup.as_secs_f64())
 }
 
-/// What happens at `t` to one connection or request, under `faults`. `rng` draws each fault's
-/// share (`pct`), the cold-restart share and the latency, in that order, so one seed gives one
-/// sequence of decisions.
+/// Where a decision's random numbers come from, and so what unit a fault's share (`pct`) is a
+/// share of.
+///
+/// Any [`Rng`] draws afresh for every decision: the share is a share of *requests* (HTTP mode).
+/// [`PerConnection`] draws a fault's share and its cold-restart draw once per connection and
+/// reuses them for every request on it: the share is a share of *connections* (TCP mode, where
+/// a PostgreSQL session is a connection), so `partial:…,pct=50` fails half the sessions, not
+/// some statement of most of them.
+pub trait Draws {
+    /// The draw in `[0, 1)` that decides whether `fault`'s `pct` touches this unit.
+    fn share(&mut self, fault: &Fault) -> f64;
+    /// The draw in `[0, 1)` compared with a `restart-cold` fault's served share.
+    fn cold(&mut self, fault: &Fault) -> f64;
+    /// A fresh draw in `[0, 1)` for a latency (always per request).
+    fn latency(&mut self) -> f64;
+}
+
+impl<R: Rng> Draws for R {
+    fn share(&mut self, _: &Fault) -> f64 {
+        self.next_f64()
+    }
+
+    fn cold(&mut self, _: &Fault) -> f64 {
+        self.next_f64()
+    }
+
+    fn latency(&mut self) -> f64 {
+        self.next_f64()
+    }
+}
+
+/// Draws remembered for one connection: each fault's share and cold draws are made the first
+/// time the connection meets the fault and kept ([`Draws`]). Bounded: at most
+/// [`MAX_FAULTS`] × 2 faults remembered, the oldest forgotten first.
+#[derive(Debug)]
+pub struct PerConnection<R> {
+    rng: R,
+    memo: std::collections::VecDeque<(Fault, f64, f64)>,
+}
+
+impl<R: Rng> PerConnection<R> {
+    /// Draws from `rng`, none remembered yet.
+    pub fn new(rng: R) -> Self {
+        PerConnection { rng, memo: std::collections::VecDeque::new() }
+    }
+
+    fn entry(&mut self, fault: &Fault) -> (f64, f64) {
+        if let Some(&(_, share, cold)) = self.memo.iter().find(|(f, _, _)| f == fault) {
+            return (share, cold);
+        }
+        let (share, cold) = (self.rng.next_f64(), self.rng.next_f64());
+        if self.memo.len() >= 2 * MAX_FAULTS {
+            self.memo.pop_front();
+        }
+        self.memo.push_back((*fault, share, cold));
+        (share, cold)
+    }
+}
+
+impl<R: Rng> Draws for PerConnection<R> {
+    fn share(&mut self, fault: &Fault) -> f64 {
+        self.entry(fault).0
+    }
+
+    fn cold(&mut self, fault: &Fault) -> f64 {
+        self.entry(fault).1
+    }
+
+    fn latency(&mut self) -> f64 {
+        self.rng.next_f64()
+    }
+}
+
+/// What happens at `t` to one connection or request, under `faults`. `draws` gives each
+/// fault's share (`pct`) draw, the cold-restart draw and the latency ([`Draws`]: per request
+/// from a plain [`Rng`], per connection from [`PerConnection`]), so one seed gives one sequence
+/// of decisions.
 ///
 /// Precedence: a fail (or a cold refusal) wins over a hold, a hold over slowness; delays add
 /// up. Bandwidth is not a per-request decision: see [`bandwidth_at`].
@@ -87,27 +161,30 @@ pub fn cold_share(
 /// assert!(matches!(decide(Duration::from_secs(5), &faults, &mut rng), Action::Fail { .. }));
 /// assert!(matches!(decide(Duration::from_secs(15), &faults, &mut rng), Action::Pass { .. }));
 /// ```
-pub fn decide(t: Duration, faults: &[Fault], rng: &mut impl Rng) -> Action {
+pub fn decide(t: Duration, faults: &[Fault], draws: &mut impl Draws) -> Action {
     let mut delay = Duration::ZERO;
     let mut fail = None;
     let mut hold: Option<(Duration, Duration)> = None;
     for f in faults.iter().filter(|f| f.active_at(t)) {
-        if f.percent < 100.0 && rng.next_f64() * 100.0 >= f.percent {
+        if f.percent < 100.0 && draws.share(f) * 100.0 >= f.percent {
             continue;
         }
         match f.kind {
             FaultKind::Fail(mode) => fail = fail.or(Some((mode, "fail"))),
             FaultKind::RestartCold { warmup, floor } => {
                 let share = cold_share(f.start, f.duration, warmup, floor, t);
-                if share < 1.0 && rng.next_f64() >= share {
-                    fail = fail.or(Some((FailMode::Status, "restart-cold")));
+                if share < 1.0 && draws.cold(f) >= share {
+                    // Down (nothing served): the server is gone, and so are its connections. Warming up:
+                    // it answers, but refuses what it cannot take yet (503, or a reset in TCP).
+                    let mode = if share == 0.0 { FailMode::Refuse } else { FailMode::Status };
+                    fail = fail.or(Some((mode, "restart-cold")));
                 }
             }
             FaultKind::Hang { max } => {
                 let (until, give_up) = (f.end(), t.saturating_add(max));
                 hold = Some(hold.map_or((until, give_up), |(u, g)| (u.max(until), g.min(give_up))));
             }
-            FaultKind::Slow(d) => delay = delay.saturating_add(d.sample(rng.next_f64())),
+            FaultKind::Slow(d) => delay = delay.saturating_add(d.sample(draws.latency())),
             FaultKind::Bandwidth { .. } => {}
         }
     }
@@ -211,9 +288,9 @@ impl Faults {
     }
 
     /// [`decide`] over the current faults.
-    pub fn decide(&self, t: Duration, rng: &mut impl Rng) -> Action {
+    pub fn decide(&self, t: Duration, draws: &mut impl Draws) -> Action {
         let v = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        decide(t, &v, rng)
+        decide(t, &v, draws)
     }
 }
 
@@ -280,6 +357,52 @@ mod tests {
             .filter(|_| matches!(decide(s(1.0), &faults, &mut rng), Action::Fail { .. }))
             .count();
         assert!((2800..3200).contains(&failed), "{failed}");
+    }
+
+    /// Per connection (TCP mode), `pct=50` fails half the connections, each one for all of its
+    /// requests or for none; `slow` still draws a latency per request. Mutation checked: making
+    /// `PerConnection::share` draw afresh (as a plain `Rng` does) mixes the two within a
+    /// connection and fails both assertions (72–93 % of sessions meet a failure).
+    #[test]
+    fn per_connection_shares_are_shares_of_connections() {
+        let faults = parse(&["partial:10,pct=50"]);
+        let (mut all, mut none) = (0, 0);
+        for seed in 0..2000 {
+            let mut draws = PerConnection::new(SeededRng::new(seed));
+            let failed = (0..10)
+                .filter(|_| matches!(decide(s(1.0), &faults, &mut draws), Action::Fail { .. }))
+                .count();
+            match failed {
+                10 => all += 1,
+                0 => none += 1,
+                n => panic!("connection {seed}: {n} of 10 requests failed"),
+            }
+        }
+        assert!((900..1100).contains(&all), "{all} of 2000 connections failed");
+        assert_eq!(all + none, 2000);
+        let slow = parse(&["slow:10,latency=100,jitter=100"]);
+        let mut draws = PerConnection::new(SeededRng::new(1));
+        let a = decide(s(1.0), &slow, &mut draws);
+        let b = decide(s(1.0), &slow, &mut draws);
+        assert_ne!(a, b, "each statement draws its own latency");
+    }
+
+    /// While a cold restart is down, what it refuses is refused as by a closed server (the
+    /// connection goes: a reset, or a dropped HTTP connection), not answered 503; while it warms
+    /// up, what it cannot take yet is answered 503. Mutation checked: always `FailMode::Status`
+    /// fails the first assertion.
+    #[test]
+    fn a_cold_restart_is_down_then_busy() {
+        let faults = parse(&["restart-cold:5@10,warmup=10,floor=0"]);
+        let mut rng = SeededRng::new(2);
+        assert_eq!(
+            decide(s(12.0), &faults, &mut rng),
+            Action::Fail { mode: FailMode::Refuse, by: "restart-cold" }
+        );
+        let refused = (0..100)
+            .map(|_| decide(s(16.0), &faults, &mut rng))
+            .find(|a| matches!(a, Action::Fail { .. }));
+        assert_eq!(refused, Some(Action::Fail { mode: FailMode::Status, by: "restart-cold" }));
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub struct Second {
     pub requests: u64,
     /// Of those, retries (attempt > 1 from `Request-Attempt` or `grpc-previous-rpc-attempts`).
     pub retries: u64,
-    /// Connections or requests refused or dropped by a fault.
+    /// Connections or requests a fault acted on: refused, dropped, held or delayed.
     pub faulted: u64,
     /// Most copies of one request in flight at once during the second.
     pub identical_in_flight_peak: u64,
@@ -40,6 +40,9 @@ pub struct Second {
 /// The proxy's counters. Cheap to update from every connection task.
 #[derive(Debug, Default)]
 pub struct Stats {
+    /// Whether bytes are counted (TCP mode); without, `seawall_proxy_bytes_total` is left out
+    /// of the page rather than shown as 0.
+    counts_bytes: bool,
     connections: AtomicU64,
     open: AtomicU64,
     requests: AtomicU64,
@@ -58,6 +61,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Stats {
+    /// Counters for a proxy that counts bytes (`counts_bytes`, TCP mode) or not (HTTP mode).
+    pub fn new(counts_bytes: bool) -> Self {
+        Stats { counts_bytes, ..Stats::default() }
+    }
+
     fn second(&self, t: Duration, f: impl FnOnce(&mut Second)) {
         let sec = t.as_secs();
         let mut s = lock(&self.series);
@@ -96,7 +104,8 @@ impl Stats {
         });
     }
 
-    /// A fault of kind `by` refused or dropped a connection or request at `t`.
+    /// A fault of kind `by` acted on a connection or request at `t`: refused or dropped it
+    /// (`fail`, `partial`, `restart-cold`, `refuse`), held it (`hang`) or delayed it (`slow`).
     pub fn faulted(&self, t: Duration, by: &'static str) {
         *lock(&self.faulted).entry(by).or_default() += 1;
         self.second(t, |s| s.faulted += 1);
@@ -205,7 +214,7 @@ impl Stats {
         metric(
             "faulted",
             "counter",
-            "Connections or requests refused or dropped by a fault, by fault kind.",
+            "Connections or requests a fault acted on (refused, dropped, held or delayed), by fault kind.",
             &labelled("fault", &self.faulted),
         );
         metric(
@@ -214,15 +223,17 @@ impl Stats {
             "Turned away by the proxy's own bounds, by reason.",
             &labelled("reason", &self.rejected),
         );
-        metric(
-            "bytes",
-            "counter",
-            "Bytes forwarded, by direction.",
-            &[
-                ("{direction=\"upstream\"}".into(), load(&self.bytes_up)),
-                ("{direction=\"downstream\"}".into(), load(&self.bytes_down)),
-            ],
-        );
+        if self.counts_bytes {
+            metric(
+                "bytes",
+                "counter",
+                "Bytes forwarded, by direction (TCP mode only).",
+                &[
+                    ("{direction=\"upstream\"}".into(), load(&self.bytes_up)),
+                    ("{direction=\"downstream\"}".into(), load(&self.bytes_down)),
+                ],
+            );
+        }
         metric(
             "identical_in_flight",
             "gauge",

@@ -12,6 +12,7 @@ use super::accept::accept_loop;
 use super::fault::FailMode;
 use super::gate::{Gate, pass};
 use super::pgwire::{Event, Tracker};
+use super::schedule::PerConnection;
 use super::stats::InFlight;
 
 /// Sync groups awaiting their `ReadyForQuery` per connection; beyond, tracking stops.
@@ -37,8 +38,10 @@ async fn end(mut s: TcpStream, mode: FailMode) {
 
 async fn connection(mut client: TcpStream, shared: &Shared) {
     let _open = shared.stats.open();
-    let mut rng = shared.rng();
-    if let Gate::Refuse(mode) = pass(shared, &mut rng).await {
+    // Every share is a share of connections here: the connection draws once per fault, and its
+    // requests all meet that draw (see `schedule::Draws`).
+    let mut draws = PerConnection::new(shared.rng());
+    if let Gate::Refuse(mode) = pass(shared, &mut draws).await {
         return end(client, mode).await;
     }
     let connect =
@@ -48,7 +51,7 @@ async fn connection(mut client: TcpStream, shared: &Shared) {
         return end(client, FailMode::Reset).await;
     };
     let _ = (client.set_nodelay(true), upstream.set_nodelay(true));
-    if let Err(mode) = pipe(shared, &mut client, &mut upstream, rng).await {
+    if let Err(mode) = pipe(shared, &mut client, &mut upstream, draws).await {
         end(upstream, FailMode::Reset).await;
         end(client, mode).await;
     }
@@ -71,7 +74,7 @@ async fn pipe(
     shared: &Shared,
     client: &mut TcpStream,
     upstream: &mut TcpStream,
-    mut rng: seawall::rng::SeededRng,
+    mut draws: PerConnection<seawall::rng::SeededRng>,
 ) -> Result<(), FailMode> {
     let (mut cr, mut cw) = client.split();
     let (mut ur, mut uw) = upstream.split();
@@ -113,7 +116,7 @@ async fn pipe(
                 if pg.tracker.is_broken() { 1 } else { requests }
             };
             if requests > 0
-                && let Gate::Refuse(mode) = pass(shared, &mut rng).await
+                && let Gate::Refuse(mode) = pass(shared, &mut draws).await
             {
                 return Err(mode);
             }

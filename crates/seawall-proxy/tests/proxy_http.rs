@@ -268,3 +268,43 @@ async fn metrics_pass_promtool() {
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && said.trim().is_empty(), "promtool: {said}\n{metrics}");
 }
+
+/// `restart-cold` closes the connections a client holds open, as a restarting server does,
+/// instead of answering pooled keep-alive connections 503 (which a pooled client would take
+/// for a plain `fail`); counters HTTP mode does not measure are absent, and a delayed request
+/// counts as touched by `slow`. Mutation checked: without the `restarts` select in the accept
+/// loop the connection stays open (the read times out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_cold_closes_open_connections_and_unmeasured_counters_are_absent() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let s = setup().await;
+    let mut conn = tokio::net::TcpStream::connect(s.proxy.listen_addr()).await.unwrap();
+    let req = b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n";
+    conn.write_all(req).await.unwrap();
+    let mut buf = [0u8; 4096];
+    let n = conn.read(&mut buf).await.unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"), "keep-alive first");
+    let post = authorized(Request::post(s.control("/faults")))
+        .body(Full::new(Bytes::from("restart-cold:2,warmup=1")))
+        .unwrap();
+    assert_eq!(send(&s.h1, post).await.0, StatusCode::CREATED);
+    let closed = tokio::time::timeout(Duration::from_secs(2), conn.read(&mut buf)).await;
+    assert!(matches!(closed, Ok(Ok(0)) | Ok(Err(_))), "the open connection was closed: {closed:?}");
+    // The control listener stays up; the data listener refuses until the restart is over.
+    assert!(tokio::net::TcpStream::connect(s.proxy.listen_addr()).await.is_err());
+    let (_, _, metrics) = send(&s.h1, get(&s.control("/metrics"))).await;
+    assert!(!metrics.contains("seawall_proxy_bytes_total"), "{metrics}");
+    assert!(metrics.contains("seawall_proxy_faulted_total{fault=\"refuse\"} 1"), "{metrics}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delayed_request_counts_as_touched_by_slow() {
+    let s = setup().await;
+    let post = authorized(Request::post(s.control("/faults")))
+        .body(Full::new(Bytes::from("slow:60,latency=10")))
+        .unwrap();
+    assert_eq!(send(&s.h1, post).await.0, StatusCode::CREATED);
+    assert_eq!(send(&s.h1, get(&s.url("/a"))).await.0, StatusCode::OK);
+    let (_, _, metrics) = send(&s.h1, get(&s.control("/metrics"))).await;
+    assert!(metrics.contains("seawall_proxy_faulted_total{fault=\"slow\"} 1"), "{metrics}");
+}
