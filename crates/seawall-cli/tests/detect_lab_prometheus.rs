@@ -1,5 +1,5 @@
 //! `seawall detect --prometheus` on a running `seawall lab` stack, against `detect --scrape` on
-//! the same run (issue 16). The real `seawall lab` binary runs each configuration for 24 s (the
+//! the same run. The real `seawall lab` binary runs each configuration for 24 s (the
 //! dependency fails for 4 s from 12 s); a real Prometheus (Debian's `prometheus`) finds its nodes
 //! through file-based discovery from the `nodes.json` the lab writes, and scrapes them every
 //! second. While the stack runs, `detect --scrape` reads the nodes' pages directly and `detect

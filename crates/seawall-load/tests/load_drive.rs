@@ -163,7 +163,7 @@ async fn at_max_in_flight_requests_wait_and_those_too_late_are_dropped() {
 
 #[tokio::test(start_paused = true)]
 async fn a_burst_owed_after_a_stall_waits_for_a_slot_instead_of_being_dropped() {
-    // Issue 18: 2 slots, 100 rps, answers in 4 ms (the slots could carry 500 rps). The sender
+    // 2 slots, 100 rps, answers in 4 ms (the slots could carry 500 rps). The sender
     // freezes from 1.00 to 1.05 s and then owes 6 requests (due 1.00 … 1.05) with 2 slots. They
     // wait for a free slot — none is dropped — and their latency runs from their schedule: the
     // one due at 1.00 s goes at 1.05 s (54 ms), the ones due at 1.02 and 1.03 s at 1.054 s when
