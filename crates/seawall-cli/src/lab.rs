@@ -34,7 +34,7 @@ pub(crate) struct Args {
     #[arg(long = "proxy", value_name = "NAME=LISTEN,UPSTREAM[,MODE]")]
     proxies: Vec<String>,
     /// With --target: the most edge requests in flight.
-    #[arg(long, default_value_t = 512)]
+    #[arg(long, default_value_t = seawall_load::DEFAULT_MAX_IN_FLIGHT)]
     max_in_flight: usize,
     /// With --target: how long a configuration's command may take before the target accepts
     /// connections, seconds (at most 120).

@@ -46,7 +46,7 @@ pub(crate) struct Args {
     /// generator's threads (one per two cores: the target shares the machine). Connections are
     /// opened as needed and reused, the one that came free last first, so a low rate keeps a
     /// few warm.
-    #[arg(long, default_value_t = 512)]
+    #[arg(long, default_value_t = seawall_load::DEFAULT_MAX_IN_FLIGHT)]
     max_in_flight: usize,
     /// A request not sent within this of its scheduled time — waiting for a free slot, or the
     /// generator being off the CPU — is dropped and counted (k6's dropped iterations), not sent

@@ -24,8 +24,8 @@
 //! Workers sleeping on their own timers send in bursts, everything due in one tick of tokio's
 //! 1 ms timer at once. That is the cheaper way to send: one task releasing each request the
 //! moment it is due, woken by every answer, was tried and sustained about 10 % less at 256 and
-//! 512 connections, with three to four times the context switches (the crate's BENCHMARKS.md,
-//! "one dispatcher tried and not kept"). Either way the wait is charged to latency.
+//! 512 connections, with three to four times the context switches. Either way the wait is
+//! charged to latency.
 //!
 //! Two bounds keep the generator honest about itself:
 //! - **lateness**: a request a worker takes up more than `max_lateness` after its time is

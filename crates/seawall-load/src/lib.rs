@@ -33,7 +33,7 @@
 //!     "",                           // body
 //!     Schedule::constant(500.0, Duration::from_secs(10))?,
 //!     Duration::from_millis(1000),  // deadline
-//!     512,                          // max in flight
+//!     seawall_load::DEFAULT_MAX_IN_FLIGHT,
 //!     Duration::from_millis(100),   // max lateness
 //! )?;
 //! let results = run_blocking(&spec, "http://127.0.0.1:8080/checkout", |_| {})?;
@@ -64,6 +64,12 @@ pub use spec::{
     LoadSpec, MAX_THREADS, Target, default_threads, parse_duration, parse_header, parse_stage,
 };
 pub use stats::{Outcome, Recorder};
+
+/// The in-flight bound `seawall load` defaults to. Chosen by measurement against nginx on
+/// loopback (`examples/inflight.rs`, the crate's BENCHMARKS.md): it sustained at least 0.9× the
+/// best bound's rate, where 512 fell below that; and it leaves room for a slow target (at
+/// 500 ms a response, 256 in flight carry 512 rps).
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
 
 /// Runs `spec` on the current tokio runtime; `url` is the target as the user wrote it (for the
 /// report).

@@ -275,7 +275,7 @@ async fn the_ramp_is_what_is_offered_and_the_results_are_the_shared_format() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_low_rate_reuses_a_few_warm_connections() {
-    // 100 rps for 1 s under the default bound of 512, answered at once: a connection comes free
+    // 100 rps for 1 s under a bound of 512, answered at once: a connection comes free
     // long before the next request is due, so the pool hands it on. With a connection of each
     // worker's own (the workers take arrivals in turn) every one of the 100 requests would open
     // its own. A stall of the machine can put a few requests in flight at once; never 100.

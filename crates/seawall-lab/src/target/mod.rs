@@ -148,7 +148,7 @@ impl TargetParams {
             duration: Duration::from_secs(25),
             at: Duration::from_secs(5),
             deadline: Duration::from_secs(1),
-            max_in_flight: 512,
+            max_in_flight: seawall_load::DEFAULT_MAX_IN_FLIGHT,
             ready_timeout: Duration::from_secs(30),
             settle: Duration::from_secs(1),
             seed: 1,
