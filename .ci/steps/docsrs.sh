@@ -10,7 +10,8 @@ doc="${CARGO_TARGET_DIR:-target}/docsrs"
 RUSTC_BOOTSTRAP=1 RUSTDOCFLAGS="--cfg docsrs -D warnings" CARGO_TARGET_DIR="$doc" \
   cargo doc --locked --no-deps --all-features -p seawall -p seawall-tower -p seawall-audit
 check() {  # FILE FEATURE
-  if ! grep -q "Available on <strong>crate feature <code>$2</code>" "$doc/doc/$1"; then
+  if ! grep -oE 'Available on <strong>crate features? .{0,300}</strong> only' "$doc/doc/$1" \
+      | grep -q "<code>$2</code>"; then
     echo "docsrs: $1 does not say it needs feature $2"
     exit 1
   fi
