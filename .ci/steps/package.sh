@@ -7,6 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 start=$(date +%s)
+# A package folder left by an earlier run can hold stale .crate files that the verification
+# would build against: start from none.
+rm -rf "${CARGO_TARGET_DIR:-target}/package"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 if ! cargo package --workspace --locked > "$log" 2>&1; then
