@@ -9,7 +9,9 @@ cd "$(dirname "$0")/../.."
 start=$(date +%s)
 # A package folder left by an earlier run can hold stale .crate files that the verification
 # would build against: start from none.
-rm -rf "${CARGO_TARGET_DIR:-target}/package"
+# Cargo also keeps the sources it extracted from that local registry (under a registry folder
+# named for its path, which has no host name) and does not extract a same-version crate again.
+rm -rf "${CARGO_TARGET_DIR:-target}/package" "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/seawall*
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 if ! cargo package --workspace --locked > "$log" 2>&1; then
