@@ -12,6 +12,11 @@ start=$(date +%s)
 # Cargo also keeps the sources it extracted from that local registry (under a registry folder
 # named for its path, which has no host name) and does not extract a same-version crate again.
 rm -rf "${CARGO_TARGET_DIR:-target}/package" "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/seawall*
+# The verification builds the packaged crates as registry crates, which cargo never rebuilds for
+# a changed source of the same version: build them in a target folder of this step's own, and
+# forget this step's earlier builds of them (third-party builds are kept).
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/package-step"
+rm -rf "$CARGO_TARGET_DIR"/debug/.fingerprint/seawall* "$CARGO_TARGET_DIR"/debug/deps/*seawall*
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 if ! cargo package --workspace --locked > "$log" 2>&1; then
