@@ -35,6 +35,7 @@
 //! assert_eq!(to_db.peak_rps, Some(54_000.0));
 //! assert!(report.findings.iter().any(|f| f.rule == "SW001"));
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 pub mod analysis;

@@ -45,7 +45,6 @@ pub(crate) struct Args {
     #[arg(
         long,
         value_name = "FILE",
-        required_unless_present_any = ["scrape", "prometheus", "explain"],
         conflicts_with_all = ["scrape", "prometheus"]
     )]
     replay: Option<PathBuf>,
@@ -120,6 +119,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let thresholds = Thresholds { warmup_s: args.warmup, ..Thresholds::default() };
     if args.prometheus.is_some() || args.explain {
         return prometheus::run(&args, thresholds);
+    }
+    if args.replay.is_none() && args.scrape.is_empty() {
+        anyhow::bail!(
+            "no source to classify: give one of --replay FILE (a results.json or a CSV series), \
+             --scrape URL... (live /metrics pages, edge first) or --prometheus URL (a Prometheus \
+             server: live, or a past window with --last / --from --to)"
+        );
     }
     let Some(path) = args.replay.clone() else {
         return live::run(&args, thresholds);

@@ -5,10 +5,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::bail;
 use seawall_detect::dialect::{QuerySet, Signal};
-use seawall_detect::escape::mesh::{self, MeshStep};
-use seawall_detect::escape::{self, EscapeConfig, Outcome};
 use seawall_detect::prometheus::PromApi;
 use seawall_detect::prometheus::source::PromSource;
+use seawall_escape::mesh::{self, MeshStep};
+use seawall_escape::{self as escape, EscapeConfig, Outcome};
 
 use crate::detect::Metrics;
 
@@ -105,27 +105,24 @@ fn seconds(flag: &str, s: f64) -> anyhow::Result<Duration> {
     Ok(Duration::from_secs_f64(s))
 }
 
-/// The admin token from `--admin-token`, `--admin-token-file` or `$SEAWALL_ADMIN_TOKEN`, in
-/// that order (surrounding whitespace, e.g. a file's final newline, dropped).
 fn admin_token(args: &Args) -> anyhow::Result<Option<String>> {
-    if let Some(t) = &args.admin_token {
-        return Ok(Some(t.trim().to_string()));
-    }
-    if let Some(p) = &args.admin_token_file {
-        let meta = std::fs::metadata(p)
-            .map_err(|e| anyhow::anyhow!("--admin-token-file {}: {e}", p.display()))?;
-        // A token is short; anything larger is not a token file.
-        anyhow::ensure!(meta.len() <= 4096, "--admin-token-file {}: over 4 KiB", p.display());
-        let t = std::fs::read_to_string(p)
-            .map_err(|e| anyhow::anyhow!("--admin-token-file {}: {e}", p.display()))?;
-        return Ok(Some(t.trim().to_string()));
-    }
-    Ok(std::env::var("SEAWALL_ADMIN_TOKEN").ok().map(|t| t.trim().to_string()))
+    crate::token::admin_token(args.admin_token.as_deref(), args.admin_token_file.as_deref())
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     if matches!(args.metrics, Metrics::Istio | Metrics::Envoy) {
         return run_mesh(&args);
+    }
+    if args.apply
+        && args.redis.is_none()
+        && args.admission_urls.is_empty()
+        && args.flush_urls.is_empty()
+    {
+        bail!(
+            "--apply needs something to act on: --redis URL (the fleet's retry switch), \
+             --admission-url URL (a shedding layer's admission knob) or --flush-url URL; \
+             without --apply every step is printed as a dry run"
+        );
     }
     let admin_token = admin_token(&args)?;
     let cfg = EscapeConfig {

@@ -35,7 +35,7 @@ pub(crate) struct Args {
     #[arg(long = "proxy", value_name = "NAME=LISTEN,UPSTREAM[,MODE]")]
     proxies: Vec<String>,
     /// With --target: the most edge requests in flight.
-    #[arg(long, default_value_t = 512)]
+    #[arg(long, default_value_t = seawall_load::DEFAULT_MAX_IN_FLIGHT)]
     max_in_flight: usize,
     /// With --target: how long a configuration's command may take before the target accepts
     /// connections, seconds (at most 120).
@@ -88,7 +88,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "SECONDS")]
     hold: Option<f64>,
     /// Write results.json (measured), sim.json (predicted) and report.html (both) here.
-    #[arg(long, default_value = "lab-report")]
+    #[arg(long, default_value = "out/lab")]
     out: PathBuf,
     /// Print results.json to stdout (the tables go to stderr).
     #[arg(long)]

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use seawall_lab::load::{
-    self, LoadSpec, Progress, Schedule, Target, parse_duration, parse_header, parse_stage,
+use seawall_load::{
+    self as load, LoadSpec, Progress, Schedule, Target, parse_duration, parse_header, parse_stage,
 };
 
 /// Arguments of `seawall load`.
@@ -46,7 +46,7 @@ pub(crate) struct Args {
     /// generator's threads (one per two cores: the target shares the machine). Connections are
     /// opened as needed and reused, the one that came free last first, so a low rate keeps a
     /// few warm.
-    #[arg(long, default_value_t = 512)]
+    #[arg(long, default_value_t = seawall_load::DEFAULT_MAX_IN_FLIGHT)]
     max_in_flight: usize,
     /// A request not sent within this of its scheduled time — waiting for a free slot, or the
     /// generator being off the CPU — is dropped and counted (k6's dropped iterations), not sent
@@ -59,7 +59,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=load::MAX_THREADS as i64))]
     threads: Option<u8>,
     /// Write results.json and report.html here.
-    #[arg(long, default_value = "load-report")]
+    #[arg(long, default_value = "out/load")]
     out: PathBuf,
     /// Print results.json to stdout (the table goes to stderr).
     #[arg(long)]
@@ -110,6 +110,16 @@ fn spec(args: &Args) -> anyhow::Result<LoadSpec> {
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let spec = spec(&args)?;
+    // A target nothing listens on is a run that cannot say anything: refuse it before it starts
+    // rather than count every request as a connect error and exit 0.
+    if let Err(e) = std::net::TcpStream::connect_timeout(&spec.target.addr, Duration::from_secs(2))
+    {
+        eprintln!(
+            "seawall: error: cannot connect to {}: {e} (is the target running?)",
+            spec.target.addr
+        );
+        return Ok(ExitCode::from(1));
+    }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let tty = std::io::stderr().is_terminal();
@@ -141,6 +151,14 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         print!("{}", out.render_table());
         println!("wrote {}", args.out.join("results.json").display());
+    }
+    let t = &out.load.totals;
+    if t.sent > 0 && t.connect == t.sent {
+        eprintln!(
+            "seawall: error: no request reached {}: all {} connects failed",
+            spec.target.addr, t.sent
+        );
+        return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
 }

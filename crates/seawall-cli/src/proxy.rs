@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use seawall_lab::proxy::{Fault, Limits, Mode, ProxyConfig, run_blocking};
+use seawall_proxy::{AdminAuth, AdminToken, Fault, Limits, Mode, ProxyConfig, run_blocking};
 
 const ABOUT: &str = "\
 Put this between a service and one dependency to break the dependency on cue and count what the
@@ -25,22 +25,37 @@ FAULTS: KIND:SECONDS[@START][,KEY=VALUE...]
                   max=S  the longest hold, then a reset [30]
   slow          added latency per request (TCP: per statement or write)
                   latency=MS [100]  jitter=MS  dist=fixed|uniform|exp
-  restart-cold  refuse connections SECONDS, then serve a share rising linearly to 100 %
+  restart-cold  refuse SECONDS (listener and open connections closed), then serve a share
+                rising linearly to 100 %
                   warmup=S [10]  floor=P  the share served at first [10]
   bandwidth     KB/s per connection and direction (TCP mode only)
                   rate=KB/s (required)
-  Every kind takes pct=P, the share of connections/requests touched (toxiproxy's toxicity).
+  Every kind takes pct=P, the share of the unit it touches (toxiproxy's toxicity). The unit is
+  the request in HTTP mode and the connection (a PostgreSQL session) in TCP mode: pct=50 fails
+  half the sessions, each for all its statements while the fault acts.
 
-CONTROL API (--control, loopback):
+WHAT IT CANNOT SEE:
+  TLS is passed through unread: a PostgreSQL client that negotiates TLS (libpq's default
+  sslmode=prefer against ssl=on) has no statements counted and faults act per connection and
+  per write. Connect with PGSSLMODE=disable (sslmode=disable) to have statements counted.
+  Attempt numbers come from Request-Attempt or grpc-previous-rpc-attempts: a retrier that
+  sends neither (HAProxy, nginx, most SDKs) has every request counted as attempt=\"1\".
+  seawall_proxy_bytes_total exists in TCP mode only (absent, not 0, in HTTP mode).
+
+CONTROL API (--control, loopback; changing faults takes the bearer token of
+--admin-token-file or $SEAWALL_ADMIN_TOKEN, as the admin endpoints of seawall's layers do):
   GET /state              time, faults, per-second series (JSON)
-  POST /faults  BODY      add a fault, START counted from now   (curl -d fail:10 ADDR/faults)
-  DELETE /faults          clear every fault, scheduled ones too
+  POST /faults  BODY      add a fault, START counted from now
+                          (curl -H 'Authorization: Bearer TOKEN' -d fail:10 ADDR/faults)
+  DELETE /faults          clear every fault, scheduled ones too (token too)
   GET /metrics            Prometheus text: seawall_proxy_connections_total, _requests_total,
-                          _attempts_total{attempt}, _faulted_total{fault}, _identical_in_flight, ...
+                          _attempts_total{attempt}, _faulted_total{fault} (refused, held or
+                          delayed), _identical_in_flight, ...
 
 EXAMPLES:
   seawall proxy --listen 127.0.0.1:7000 --upstream 127.0.0.1:5432 --fault fail:10@5
-  seawall proxy --http --listen 127.0.0.1:7080 --upstream 127.0.0.1:8080 --control 127.0.0.1:7081 \\
+  SEAWALL_ADMIN_TOKEN=$(openssl rand -hex 16) seawall proxy --http --listen 127.0.0.1:7080 \\
+      --upstream 127.0.0.1:8080 --control 127.0.0.1:7081 \\
       --fault 'restart-cold:5@10,warmup=20,floor=5' --fault 'slow:30@40,latency=200,dist=exp'
 
 Exit codes: 0 stopped (Ctrl-C, SIGTERM or --duration), 2 bad input (address, fault, bound).";
@@ -64,9 +79,14 @@ pub(crate) struct Args {
     /// A scheduled fault (repeatable), e.g. fail:10@5 (see FAULTS below, or --help).
     #[arg(long = "fault", value_name = "SPEC")]
     faults: Vec<String>,
-    /// Serve the control API and /metrics here (loopback HOST:PORT).
+    /// Serve the control API and /metrics here (loopback HOST:PORT). Changing faults through it
+    /// takes a bearer token: --admin-token-file or $SEAWALL_ADMIN_TOKEN.
     #[arg(long, value_name = "ADDR")]
     control: Option<String>,
+    /// File holding the control API's bearer token (at least 16 characters of letters, digits
+    /// and -._~+/=; e.g. `openssl rand -hex 16 > token`). Default: $SEAWALL_ADMIN_TOKEN.
+    #[arg(long, value_name = "PATH", requires = "control")]
+    admin_token_file: Option<std::path::PathBuf>,
     /// Seed of the random draws (shares, latencies).
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -85,11 +105,16 @@ fn config(args: &Args) -> anyhow::Result<(ProxyConfig, Option<Duration>)> {
     let mode = if args.http { Mode::Http } else { Mode::Tcp };
     let mut c = ProxyConfig::new(&args.listen, &args.upstream, mode)?;
     c.faults = args.faults.iter().map(|f| f.parse::<Fault>()).collect::<Result<_, _>>()?;
-    c.control = args
-        .control
-        .as_deref()
-        .map(|a| seawall_lab::proxy::parse_addr("--control", a))
-        .transpose()?;
+    c.control =
+        args.control.as_deref().map(|a| seawall_proxy::parse_addr("--control", a)).transpose()?;
+    if c.control.is_some() {
+        let token = crate::token::admin_token(None, args.admin_token_file.as_deref())?.context(
+            "--control needs a bearer token for changing faults: --admin-token-file PATH or \
+                 $SEAWALL_ADMIN_TOKEN (at least 16 characters, e.g. `openssl rand -hex 16`)",
+        )?;
+        let token = AdminToken::new(&token).context("--admin-token-file / $SEAWALL_ADMIN_TOKEN")?;
+        c.control_auth = Some(AdminAuth::Bearer(token));
+    }
     c.seed = args.seed;
     c.limits = Limits {
         max_connections: args.max_connections,

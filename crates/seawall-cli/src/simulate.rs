@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use seawall_sim::policy::Preset;
+use seawall_sim::policy::{BackoffKind, BudgetKind, Preset};
 use seawall_sim::{PolicySpec, catalog};
 
 mod sweep;
@@ -132,20 +132,43 @@ fn list() -> anyhow::Result<String> {
             sc.default_policies.join(" vs ")
         ));
     }
-    s.push_str("\npolicy presets:\n");
+    s.push_str("\npolicy presets (--policy NAME; attempts include the first):\n");
     for p in Preset::ALL {
-        let spec = PolicySpec::of(p);
-        s.push_str(&format!(
-            "  {:<12} {} attempts, {:?} backoff from {:?}, budget {:?}{}\n",
-            p.as_str(),
-            spec.attempts,
-            spec.backoff,
-            spec.base,
-            spec.budget,
-            if spec.single_owner { ", one owner layer, deadlines, shedding" } else { "" }
-        ));
+        s.push_str(&format!("  {:<12} {}\n", p.as_str(), describe(&PolicySpec::of(p))));
     }
     Ok(s)
+}
+
+/// A preset in words: attempts, waits, budget, and what else it turns on.
+fn describe(spec: &PolicySpec) -> String {
+    let ms = |d: std::time::Duration| format!("{} ms", d.as_millis());
+    let waits = match spec.backoff {
+        BackoffKind::None => "retries at once".to_string(),
+        BackoffKind::Constant => format!("waits {} between attempts", ms(spec.base)),
+        BackoffKind::Exponential => {
+            format!("waits doubling from {} (no jitter, at most {})", ms(spec.base), ms(spec.cap))
+        }
+        BackoffKind::FullJitter => format!(
+            "waits a random share of a ceiling doubling from {} (full jitter, at most {})",
+            ms(spec.base),
+            ms(spec.cap)
+        ),
+        BackoffKind::EqualJitter => format!("equal-jitter waits from {}", ms(spec.base)),
+        BackoffKind::Decorrelated => format!("decorrelated-jitter waits from {}", ms(spec.base)),
+    };
+    let budget = match spec.budget {
+        BudgetKind::None => "no retry budget",
+        BudgetKind::Grpc => "gRPC's retry token bucket (10 tokens, 0.1 per success)",
+        BudgetKind::Aws => "the AWS SDK retry quota",
+        BudgetKind::Ratio => "retries at most 10 % of requests",
+        BudgetKind::Envoy => "Envoy's concurrent-retry budget",
+        BudgetKind::Adaptive => "SRE adaptive throttling",
+    };
+    let mut out = format!("{} attempts, {waits}, {budget}", spec.attempts);
+    if spec.single_owner {
+        out.push_str("; one layer owns retries, deadlines travel, servers shed");
+    }
+    out
 }
 
 #[cfg(test)]
@@ -161,5 +184,13 @@ mod tests {
         for p in seawall_sim::policy::PRESETS {
             assert!(text.contains(&format!("  {p} ")), "{p}");
         }
+        // Words, not Rust's debug output of the types.
+        for debug in ["None", "Grpc", "FullJitter", "0ns", "ms,", "Constant"] {
+            assert!(!text.contains(debug), "{debug:?} in\n{text}");
+        }
+        assert!(
+            text.contains("naive        3 attempts, retries at once, no retry budget"),
+            "{text}"
+        );
     }
 }

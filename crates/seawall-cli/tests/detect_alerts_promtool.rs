@@ -7,7 +7,8 @@ mod detect_support;
 
 use std::process::Command;
 
-use detect_support::{TempDir, have, seawall, text};
+use detect_support::{TempDir, seawall, text};
+use seawall_testkit::require_external;
 
 const CASES: &[(&str, &[&str], &str)] = &[
     ("seawall", &[], "seawall_client_attempt_started_total"),
@@ -54,10 +55,9 @@ fn promtool(dir: &std::path::Path, args: &[&str]) -> String {
 }
 
 #[test]
+#[ignore = "needs promtool"]
 fn every_dialects_rules_pass_promtool_check_and_unit_tests() {
-    if !have("promtool") {
-        return;
-    }
+    require_external("promtool");
     for (dialect, extra, name) in CASES {
         let dir = TempDir::new("promtool");
         let mut a = vec!["alerts", "--metrics", dialect];

@@ -12,7 +12,8 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use detect_support::{Prometheus, TempDir, free_port, have, seawall, text, verdicts};
+use detect_support::{Prometheus, TempDir, free_port, seawall, text, verdicts};
+use seawall_testkit::require_external;
 
 /// The Python client and server; killed and reaped when dropped (and it exits by itself when
 /// its stdin closes or after its run time).
@@ -25,23 +26,19 @@ impl Drop for Python {
     }
 }
 
-fn python_grpc_available() -> bool {
-    if !have("python3") {
-        return false;
-    }
-    let ok = Command::new("python3")
-        .args(["-c", "import grpc, grpc_observability, opentelemetry.sdk.metrics, opentelemetry.exporter.prometheus"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    detect_support::required(ok, "Python grpcio + grpcio-observability", ".ci/setup/python-grpc.sh")
-}
-
 #[test]
+#[ignore = "needs prometheus and Python grpcio"]
 fn grpc_retry_storm_from_grpcs_own_metrics() {
-    if !(have("prometheus") && python_grpc_available()) {
-        return;
-    }
+    require_external("prometheus");
+    seawall_testkit::require_python(
+        &[
+            "grpc",
+            "grpc_observability",
+            "opentelemetry.sdk.metrics",
+            "opentelemetry.exporter.prometheus",
+        ],
+        ".ci/setup/python-grpc.sh",
+    );
     let dir = TempDir::new("grpc");
     let trigger = dir.0.join("fail");
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../seawall-detect/tests/grpc/storm.py");

@@ -1,5 +1,5 @@
 //! `seawall detect --prometheus` on a running `seawall lab` stack, against `detect --scrape` on
-//! the same run (issue 16). The real `seawall lab` binary runs each configuration for 24 s (the
+//! the same run. The real `seawall lab` binary runs each configuration for 24 s (the
 //! dependency fails for 4 s from 12 s); a real Prometheus (Debian's `prometheus`) finds its nodes
 //! through file-based discovery from the `nodes.json` the lab writes, and scrapes them every
 //! second. While the stack runs, `detect --scrape` reads the nodes' pages directly and `detect
@@ -15,7 +15,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use detect_support::{Prometheus, TempDir, have, seawall, text, verdicts};
+use detect_support::{Prometheus, TempDir, seawall, text, verdicts};
+use seawall_testkit::require_external;
 
 /// When the fault starts, seconds after the stack is up; how long it lasts; the run's length.
 const AT: f64 = 12.0;
@@ -202,10 +203,9 @@ fn machine_saturated() -> bool {
 }
 
 #[test]
+#[ignore = "needs prometheus"]
 fn prometheus_on_a_running_lab_agrees_with_scraping_it() {
-    if !have("prometheus") {
-        return;
-    }
+    require_external("prometheus");
     let root = TempDir::new("lab-prom");
     let prom = Prometheus::start_file_sd(TempDir::new("lab-prom-tsdb"));
 

@@ -15,7 +15,8 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use detect_support::{Prometheus, TempDir, free_port, have, seawall, text, verdicts};
+use detect_support::{Prometheus, TempDir, free_port, seawall, text, verdicts};
+use seawall_testkit::require_external;
 
 /// A Python process; killed and reaped when dropped (it also exits when its stdin closes or
 /// after its run time).
@@ -26,26 +27,6 @@ impl Drop for Python {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn python_otel_available() -> bool {
-    if !have("python3") {
-        return false;
-    }
-    let ok = Command::new("python3")
-        .args([
-            "-c",
-            "import requests, opentelemetry.sdk.metrics, opentelemetry.exporter.prometheus, \
-             opentelemetry.instrumentation.requests, opentelemetry.instrumentation.wsgi",
-        ])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    detect_support::required(
-        ok,
-        "Python requests + OpenTelemetry HTTP instrumentation",
-        ".ci/setup/python-grpc.sh",
-    )
 }
 
 fn start(port: u16, trigger: &std::path::Path, conventions: &str) -> Python {
@@ -65,10 +46,19 @@ fn start(port: u16, trigger: &std::path::Path, conventions: &str) -> Python {
 }
 
 #[test]
+#[ignore = "needs prometheus and Python OpenTelemetry"]
 fn http_retry_storm_from_opentelemetrys_own_metrics() {
-    if !(have("prometheus") && python_otel_available()) {
-        return;
-    }
+    require_external("prometheus");
+    seawall_testkit::require_python(
+        &[
+            "requests",
+            "opentelemetry.sdk.metrics",
+            "opentelemetry.exporter.prometheus",
+            "opentelemetry.instrumentation.requests",
+            "opentelemetry.instrumentation.wsgi",
+        ],
+        ".ci/setup/python-grpc.sh",
+    );
     let dir = TempDir::new("otel-http");
     let trigger = dir.0.join("fail");
     let (stable_port, old_port) = (free_port(), free_port());

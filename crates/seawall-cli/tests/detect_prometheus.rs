@@ -10,7 +10,8 @@ mod detect_support;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use detect_support::{Prometheus, Server, have, seawall, text, verdicts};
+use detect_support::{Prometheus, Server, seawall, text, verdicts};
+use seawall_testkit::require_external;
 
 fn sel(job: &str, tier: &str) -> String {
     format!("job=\"{job}\",tier=\"{tier}\"")
@@ -27,10 +28,9 @@ fn first(vs: &[(f64, String)], kind: &str) -> Option<f64> {
 }
 
 #[test]
+#[ignore = "needs prometheus"]
 fn storm_and_spike_through_a_real_prometheus() {
-    if !have("prometheus") {
-        return;
-    }
+    require_external("prometheus");
     let server = Server::start(vec![]);
     let prom = Prometheus::start(
         &server.addr,

@@ -14,13 +14,15 @@ use std::time::{Duration, Instant};
 use lab_support::{Guard, alive, free_port, http_server, lab_on, read_json, seawall, wait_for};
 
 /// `--config NAME='…'`: a `seawall proxy` on `edge` forwarding to `upstream`, after a `sleep`
-/// left in the background; the shell's and the sleep's pids go to `pids`.
+/// left in the background; the shell's and the sleep's pids go to `pids`, and which `seawall`
+/// the command's PATH finds to `pids.which`. It calls `seawall` by name, as a user's command
+/// would: the lab puts its own binary first on the command's PATH.
 fn stack_command(edge: u16, upstream: u16, pids: &std::path::Path) -> String {
     format!(
-        "sleep 300 & echo $$ $! > {pids}.tmp && mv {pids}.tmp {pids}; exec {exe} proxy --http \
+        "sleep 300 & echo $$ $! > {pids}.tmp && mv {pids}.tmp {pids}; \
+         command -v seawall > {pids}.which; exec seawall proxy --http \
          --listen 127.0.0.1:{edge} --upstream 127.0.0.1:{upstream}",
         pids = pids.display(),
-        exe = env!("CARGO_BIN_EXE_seawall"),
     )
 }
 
@@ -60,6 +62,10 @@ fn runs_each_config_and_reports_the_fault_through_the_named_proxy() {
     }
     assert!(d["faulted"].as_u64().unwrap() >= 60, "{d}");
     assert!(std::fs::read_to_string(out.join("report.html")).unwrap().contains("direct"));
+    // `seawall` on the command's PATH is the binary that ran the lab. Mutation checked: without
+    // `path_with_own_binary` the command finds no `seawall` and the run fails.
+    let which = std::fs::read_to_string(pids.with_extension("which")).unwrap();
+    assert_eq!(which.trim(), env!("CARGO_BIN_EXE_seawall"));
     // The configuration's processes are gone once the lab has returned.
     let pids = read_pids(&pids);
     assert!(pids.iter().all(|p| !alive(*p)), "{pids:?} survived the lab");

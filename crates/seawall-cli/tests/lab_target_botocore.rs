@@ -3,40 +3,19 @@
 //! `max_attempts` 3), against the same backend with `max_attempts` 1. During a 503 fault the
 //! lab measures the attempts reaching the dependency per edge request: more than 1.5 and at
 //! most botocore's 3 (its backoff spreads the retries past the fault's end, and its retry
-//! quota may stop some), against ≈ 1. Skips when python3 or botocore is missing, unless
-//! SEAWALL_REQUIRE_EXTERNAL=1.
+//! quota may stop some), against ≈ 1. Ignored unless asked for (`--ignored`): it needs Python's botocore.
 
 mod lab_support;
-
-use std::process::{Command, Stdio};
 
 use lab_support::{free_port, http_server, lab_on, read_json};
 
 const BACKEND: &str =
     concat!(env!("CARGO_MANIFEST_DIR"), "/../seawall-lab/stack/botocore_backend.py");
 
-fn have_botocore() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import botocore"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var("SEAWALL_REQUIRE_EXTERNAL").as_deref() != Ok("1"),
-            "python3 with botocore is required (SEAWALL_REQUIRE_EXTERNAL=1): pip install botocore"
-        );
-        eprintln!("SKIPPED: python3 with botocore is not installed (pip install botocore)");
-    }
-    ok
-}
-
 #[test]
+#[ignore = "needs Python botocore"]
 fn botocore_standard_mode_multiplies_at_the_dependency_and_one_attempt_does_not() {
-    if !have_botocore() {
-        return;
-    }
+    seawall_testkit::require_python(&["botocore"], "pip install botocore");
     let (dep, _server) = http_server();
     let (edge, lab_proxy) = (free_port(), free_port());
     let out = std::env::temp_dir().join(format!("seawall-lab-botocore-{}", std::process::id()));

@@ -87,6 +87,8 @@ fn bad_input_exits_2_and_says_why() {
         (vec![ok], "--rate RPS is required"),
         (vec![ok, "--rate", "abc"], "invalid value"),
         (vec![ok, "--rate=-3"], "rate"),
+        (vec![ok, "--rate", "-10"], "rate"),
+        (vec![ok, "--rate", "5", "--deadline-ms", "-1"], "--deadline-ms"),
         (vec![ok, "--rate", "5", "--duration", "2h"], "not a duration"),
         (vec![ok, "--rate", "5", "--duration", "601"], "(0, 600]"),
         (vec![ok, "--ramp", "10s"], "DURATION:RATE"),
@@ -103,6 +105,20 @@ fn bad_input_exits_2_and_says_why() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
     }
+}
+
+/// Nothing listening at the target: the run is refused before it starts, naming the address
+/// and the OS error, instead of counting every request in a "connect" column and exiting 0.
+#[test]
+fn an_unreachable_target_fails_the_run() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dir = tmp("unreachable");
+    let url = format!("http://127.0.0.1:{port}/");
+    let out = seawall(&[&url, "--rate", "20", "--duration", "1s", "--out", dir.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("cannot connect to 127.0.0.1:{port}")), "{err}");
+    assert!(!dir.join("results.json").exists(), "no results for a run that never started");
 }
 
 #[test]
@@ -149,7 +165,16 @@ fn a_run_prints_the_table_and_writes_the_shared_results() {
     assert!(stderr.contains("latency from the send"), "{stderr}");
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.contains("Latency over the run") && html.contains("<td>from the send</td>"));
-    assert_eq!(html.matches("<tr><td>").count(), 1 + 2 + 2, "summary, latency, one row a second");
+    assert_eq!(html.matches("<tr><td>").count(), 2 + 2 + 1, "latency, one row a second, all");
+    // A load report: its own charts, none of the simulator's, and no recovery verdict.
+    for chart in ["Errors, by kind", "Latency from the send", "own lag behind its schedule"] {
+        assert!(html.contains(chart), "{chart}");
+    }
+    assert!(html.contains("no fault injected — not judged"), "{html}");
+    for sim in ["Amplification", "recovered", "stays down", "degraded"] {
+        assert!(!html.contains(sim), "{sim} in the load report");
+    }
+    assert_eq!(html.matches("<svg viewBox").count(), 5, "five charts");
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(&body);
 }

@@ -23,7 +23,7 @@ impl Drop for Guard {
 
 #[test]
 fn bad_input_exits_2_with_the_reason() {
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 8] = [
         (&["--listen", "0.0.0.0:7000", "--upstream", "127.0.0.1:5432"], "only loopback"),
         (&["--listen", "nonsense", "--upstream", "127.0.0.1:5432"], "--listen"),
         (&["--listen", "127.0.0.1:0", "--upstream", "127.0.0.1"], "--upstream"),
@@ -48,9 +48,14 @@ fn bad_input_exits_2_with_the_reason() {
             &["--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1", "--control", "10.1.2.3:80"],
             "--control",
         ),
+        (
+            &["--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1", "--control", "127.0.0.1:0"],
+            "needs a bearer token",
+        ),
     ];
     for (args, why) in cases {
-        let out = seawall().arg("proxy").args(args).output().unwrap();
+        let out =
+            seawall().arg("proxy").args(args).env_remove("SEAWALL_ADMIN_TOKEN").output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(why), "{args:?}: {why:?} not in {err}");
@@ -108,6 +113,7 @@ fn forwards_applies_its_schedule_and_serves_metrics() {
             "127.0.0.1:0",
         ])
         .args(["--fault", "fail:30@1.5", "--duration", "20"])
+        .env("SEAWALL_ADMIN_TOKEN", "cli-test-token-0123456789")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

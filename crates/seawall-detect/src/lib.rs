@@ -23,7 +23,7 @@
 //! conventions, the PromQL for each signal the classifier needs, and says which verdicts are
 //! weaker where a dialect lacks one (`seawall detect --explain --metrics …` prints both).
 //! [`alerts`] writes rules and a dashboard on the same names, with `promtool test rules` unit
-//! tests; [`escape`] turns retries off with the mesh's own switches (an Istio VirtualService's
+//! tests; the `seawall-escape` crate turns retries off with the mesh's own switches (an Istio VirtualService's
 //! `retries.attempts`, Envoy's runtime `upstream.use_retry`).
 //!
 //! How each dialect is tested against the real thing:
@@ -93,7 +93,6 @@
 pub mod alerts;
 pub mod classifier;
 pub mod dialect;
-pub mod escape;
 pub mod names;
 pub mod prom;
 pub mod prometheus;

@@ -74,3 +74,15 @@ impl From<std::io::Error> for LabError {
         LabError::Io(e)
     }
 }
+
+impl From<seawall_proxy::ProxyError> for LabError {
+    fn from(e: seawall_proxy::ProxyError) -> Self {
+        match e {
+            seawall_proxy::ProxyError::BadInput { what, detail } => {
+                LabError::BadInput { what, detail }
+            }
+            seawall_proxy::ProxyError::Io(e) => LabError::Io(e),
+            other => LabError::Node { node: "proxy".into(), detail: other.to_string() },
+        }
+    }
+}

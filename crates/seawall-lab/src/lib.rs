@@ -15,7 +15,6 @@ pub mod config;
 pub mod error;
 pub mod example;
 pub mod launch;
-pub mod load;
 pub mod loadgen;
 pub mod node;
 
@@ -26,7 +25,6 @@ pub mod outcome;
 pub mod pg;
 pub mod progress;
 pub mod prom;
-pub mod proxy;
 pub mod report;
 pub mod run;
 pub mod saturation;

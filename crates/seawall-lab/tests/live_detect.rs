@@ -1,4 +1,4 @@
-//! `seawall detect` against a running lab (issue 8): the live scraper and classifier, pointed at
+//! `seawall detect` against a running lab: the live scraper and classifier, pointed at
 //! the metrics URLs the lab announces, flag the baseline's storm after the fault and never call
 //! the seawall stack a storm. Nodes run in-process (as in `seawall-lab`'s `short_lab`), every
 //! one on 127.0.0.1, each stack for 15 s.

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use seawall_lab::FaultSpec;
-use seawall_lab::proxy::fault::{MAX_LATENCY_MS, MAX_SECONDS};
-use seawall_lab::proxy::{Delay, FailMode, Fault, FaultKind, Mode};
 use seawall_lab::target::TargetParams;
+use seawall_proxy::fault::{MAX_LATENCY_MS, MAX_SECONDS};
+use seawall_proxy::{Delay, FailMode, Fault, FaultKind, Mode};
 
 fn params() -> TargetParams {
     TargetParams::new("http://127.0.0.1:8080/checkout").unwrap()

@@ -3,30 +3,19 @@
 //! Faults are added live (`Proxy::add_fault`), so no test waits on a schedule's wall-clock
 //! timing; the schedule itself is tested on virtual time in the module.
 //!
-//! Skipped, saying so, when no PostgreSQL answers (fails instead under
-//! `SEAWALL_REQUIRE_EXTERNAL=1`).
+//! Ignored unless asked for (`--ignored`): it needs that PostgreSQL.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use seawall::time::SystemClock;
-use seawall_lab::proxy::{Mode, Proxy, ProxyConfig};
+use seawall_proxy::{Mode, Proxy, ProxyConfig};
 use tokio_postgres::{Client, NoTls};
 
 const PG: &str = "127.0.0.1:5432";
 
-async fn pg_up() -> bool {
-    let ok = tokio::time::timeout(Duration::from_secs(2), tokio::net::TcpStream::connect(PG))
-        .await
-        .is_ok_and(|c| c.is_ok());
-    if !ok {
-        assert!(
-            std::env::var_os("SEAWALL_REQUIRE_EXTERNAL").is_none(),
-            "no PostgreSQL at {PG} and SEAWALL_REQUIRE_EXTERNAL is set"
-        );
-        eprintln!("SKIPPED: no PostgreSQL at {PG}");
-    }
-    ok
+fn pg_up() {
+    seawall_testkit::require_service("PostgreSQL", PG.parse().unwrap());
 }
 
 async fn proxy() -> Proxy {
@@ -55,10 +44,9 @@ async fn within<T>(s: u64, f: impl std::future::Future<Output = T>) -> T {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL on 127.0.0.1:5432"]
 async fn statements_pass_and_identical_copies_are_counted() {
-    if !pg_up().await {
-        return;
-    }
+    pg_up();
     let p = proxy().await;
     let mut clients = Vec::new();
     for _ in 0..6 {
@@ -83,10 +71,9 @@ async fn statements_pass_and_identical_copies_are_counted() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL on 127.0.0.1:5432"]
 async fn fail_refuses_pooled_and_new_connections_then_clears() {
-    if !pg_up().await {
-        return;
-    }
+    pg_up();
     let p = proxy().await;
     let pooled = within(10, connect(&p)).await.unwrap();
     assert_eq!(one(&pooled).await.unwrap(), 1);
@@ -100,10 +87,9 @@ async fn fail_refuses_pooled_and_new_connections_then_clears() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL on 127.0.0.1:5432"]
 async fn hang_holds_within_its_bound_and_releases_when_it_ends() {
-    if !pg_up().await {
-        return;
-    }
+    pg_up();
     let p = proxy().await;
     let c = within(10, connect(&p)).await.unwrap();
     one(&c).await.unwrap();
@@ -124,10 +110,9 @@ async fn hang_holds_within_its_bound_and_releases_when_it_ends() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL on 127.0.0.1:5432"]
 async fn slow_adds_its_latency_once_per_statement() {
-    if !pg_up().await {
-        return;
-    }
+    pg_up();
     let p = proxy().await;
     let c = within(10, connect(&p)).await.unwrap();
     one(&c).await.unwrap();
@@ -140,10 +125,9 @@ async fn slow_adds_its_latency_once_per_statement() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL on 127.0.0.1:5432"]
 async fn restart_cold_refuses_then_recovers_and_bandwidth_paces() {
-    if !pg_up().await {
-        return;
-    }
+    pg_up();
     let p = proxy().await;
     p.add_fault("restart-cold:1,warmup=1,floor=0".parse().unwrap()).unwrap();
     assert!(within(10, connect(&p)).await.is_err(), "refused while restarting");
@@ -162,10 +146,9 @@ async fn restart_cold_refuses_then_recovers_and_bandwidth_paces() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL on 127.0.0.1:5432"]
 async fn partial_fails_its_share_of_connections() {
-    if !pg_up().await {
-        return;
-    }
+    pg_up();
     let p = proxy().await;
     p.add_fault("partial:60,pct=50".parse().unwrap()).unwrap();
     let mut ok = 0;
@@ -183,15 +166,14 @@ async fn partial_fails_its_share_of_connections() {
 /// The lab's own PostgreSQL pieces through the proxy: `PgLab` (table, the `pg_stat_activity` query)
 /// and the order service's `PgBackend` pool, which meets the proxy's faults as the lab's tiers do.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL on 127.0.0.1:5432"]
 async fn the_postgres_lab_backend_works_through_the_proxy() {
     use http::StatusCode;
     use seawall_lab::Stack;
     use seawall_lab::node::backend::{PgBackend, PgService};
     use tower::ServiceExt;
 
-    if !pg_up().await {
-        return;
-    }
+    pg_up();
     let p = proxy().await;
     let a = p.listen_addr();
     let lab_url = format!("postgres://postgres@{}:{}/test", a.ip(), a.port());

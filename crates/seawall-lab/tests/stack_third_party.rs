@@ -8,8 +8,8 @@
 //! attempts; the same stack with HAProxy's and nginx's retries off (and the backend at one
 //! attempt) is the control, ≈ 1. Over a dependency of bounded capacity, the before stays down
 //! after a fault; the after — HAProxy's and nginx's retries off, the backends calling through
-//! seawall's client layer, the one owner of retries — recovers. Skips with a message when
-//! haproxy or nginx is missing, unless `SEAWALL_REQUIRE_EXTERNAL` is set (then it fails).
+//! seawall's client layer, the one owner of retries — recovers. Ignored unless asked for
+//! (`--ignored`): it needs haproxy and nginx.
 
 mod stack;
 
@@ -23,8 +23,8 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use seawall::time::SystemClock;
-use seawall_lab::proxy::{Fault, Mode, Proxy, ProxyConfig};
-use stack::procs::{Guard, Retries, find_program, free_port, start_haproxy, start_nginx};
+use seawall_proxy::{Fault, Mode, Proxy, ProxyConfig};
+use stack::procs::{Guard, Retries, free_port, start_haproxy, start_nginx};
 use stack::servers::{Outcome, Server, backend, dependency, edge_load, seawall_backend};
 
 /// Backend instances behind nginx (nginx's tries go to the next one, so it needs several).
@@ -55,26 +55,8 @@ const EACH: usize = 15;
 /// The two tests run one after the other: each measures rates, the other's load would blur them.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-fn programs() -> Option<(PathBuf, PathBuf)> {
-    match (find_program("haproxy"), find_program("nginx")) {
-        (Some(h), Some(n)) => Some((h, n)),
-        (h, n) => {
-            let missing = [("haproxy", h.is_none()), ("nginx", n.is_none())]
-                .iter()
-                .filter(|(_, m)| *m)
-                .map(|(p, _)| *p)
-                .collect::<Vec<_>>()
-                .join(" and ");
-            assert!(
-                std::env::var_os("SEAWALL_REQUIRE_EXTERNAL").is_none(),
-                "{missing} missing and SEAWALL_REQUIRE_EXTERNAL is set (see .ci/setup/stack.sh)"
-            );
-            eprintln!(
-                "skipping the third-party stack: {missing} not installed (apt install haproxy nginx)"
-            );
-            None
-        }
-    }
+fn programs() -> (PathBuf, PathBuf) {
+    (seawall_testkit::require_external("haproxy"), seawall_testkit::require_external("nginx"))
 }
 
 /// One running stack; dropping it stops HAProxy, nginx, the backends, the proxy and the
@@ -137,6 +119,8 @@ async fn start_stack_with(
     let mut config =
         ProxyConfig::new("127.0.0.1:0", &dependency.addr.to_string(), Mode::Http).unwrap();
     config.control = Some("127.0.0.1:0".parse().unwrap());
+    // Only /metrics is read here; nothing else reaches this loopback listener.
+    config.control_auth = Some(seawall_proxy::AdminAuth::unauthenticated());
     let proxy = Proxy::start(config, Arc::new(SystemClock)).await.unwrap();
     let mut backends = Vec::new();
     for i in 0..instances {
@@ -252,8 +236,9 @@ fn print(name: &str, product: u32, healthy: &Phase, fault: &Phase) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs haproxy and nginx"]
 async fn third_party_retriers_multiply_at_the_dependency_and_the_control_does_not() {
-    let Some(bins) = programs() else { return };
+    let bins = programs();
     let _serial = SERIAL.lock().await;
     let edge = (WORKERS * EACH) as u64;
 
@@ -356,8 +341,9 @@ async fn recovery(bins: &(PathBuf, PathBuf), r: &Retries, backends: Backends) ->
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs haproxy and nginx"]
 async fn third_party_retriers_stay_down_after_the_fault_and_seawall_at_one_owner_recovers() {
-    let Some(bins) = programs() else { return };
+    let bins = programs();
     let _serial = SERIAL.lock().await;
     eprintln!("before (HAProxy 3 × nginx 3 × backend 2 attempts):");
     let before = recovery(&bins, &BEFORE, Backends::Naive(BEFORE_BACKEND_ATTEMPTS)).await;

@@ -11,7 +11,10 @@ pub mod results;
 pub mod sweep;
 pub mod verdict;
 
-pub use html::{ExtraTable, render_html, render_html_compare, render_html_with, render_sweep_html};
+pub use html::{
+    Chart, ChartLine, ExtraTable, Page, render_html, render_html_compare, render_html_with,
+    render_page, render_sweep_html,
+};
 pub use results::{Fault, Hedging, Results, Run, Series, Source};
 pub use table::{render_hedging, render_notes, render_table};
 pub use verdict::{Judgement, NotJudged, Verdict, judge};

@@ -31,8 +31,8 @@ fn run(text: &str, sets: &[&str]) -> (f64, EngineStats) {
 }
 
 /// Each request is an arrival and a service end; its attempt's timeout fires after the answer
-/// and does nothing, so it is popped but not counted. Counting every pop (the definition before
-/// issue 17) turns this red: 3 events per request instead of 2.
+/// and does nothing, so it is popped but not counted. Counting every pop (an earlier definition)
+/// turns this red: 3 events per request instead of 2.
 #[test]
 fn a_timer_of_an_answered_attempt_is_not_an_event() {
     let (requests, st) = run(QUIET, &[]);

@@ -1,6 +1,6 @@
 //! A tier that only forwards (a load balancer: unlimited workers, no service time, one
 //! dependency) keeps no record per attempt: the call it makes downstream stands for the attempt
-//! (issue 17: 5 M records fewer in a synchronised herd). That must change nothing but memory.
+//! (5 M records fewer in a synchronised herd). That must change nothing but memory.
 
 use seawall_sim::{EngineStats, Scenario, run_policy};
 

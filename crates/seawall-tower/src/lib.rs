@@ -1,12 +1,35 @@
-//! tower middleware built on the [`seawall`] core.
+//! tower middleware that retries right and sheds load cheaply, built on the [`seawall`] core.
 //!
-//! - `client`: one layer that owns retries (`client::RetryLayer`) and a fail-fast layer for
-//!   every other hop, with deadlines and attempt numbers on the wire.
+//! A retry storm needs every layer retrying, retries nobody budgets, and servers doing work for
+//! callers who have given up. These layers remove all three:
+//!
+//! - `client`: one layer that owns retries (`client::RetryLayer`: attempts capped, a retry
+//!   budget, full jitter, server hints honoured) and a fail-fast layer for every other hop, with
+//!   deadlines and attempt numbers on the wire.
 //! - `server`: admission control that sheds early and cheaply, deadline enforcement, and
 //!   idempotency keys that make retried writes safe.
 //!
 //! Both speak the wire conventions of [`wire`], and read the time through an injected clock
 //! (`time::TokioClock` runs them on a paused tokio runtime's virtual time).
+//!
+//! # Start here
+//!
+//! [The guide](crate::_guide) (built with the default features) walks through an axum
+//! service, a reqwest client, a tonic client, clients in application state, a budget per
+//! dependency and tests on virtual time. The dependency lines for its first two sections:
+//!
+//! ```toml
+//! [dependencies]
+//! seawall-tower = { path = "../seawall/crates/seawall-tower", features = ["axum", "reqwest-middleware"] }
+//! axum = "0.8"
+//! reqwest = "0.13"
+//! reqwest-middleware = "0.5"
+//! tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
+//! ```
+//!
+//! Optional parts are features: `axum`, `reqwest`, `reqwest-middleware`, `grpc`, `otel`,
+//! `prometheus`, `redis-control`, `postgres`, `redis-store` (the crate's README has a table).
+//! Items that need one say so in these docs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 

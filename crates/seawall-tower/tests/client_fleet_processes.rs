@@ -1,4 +1,4 @@
-//! The fleet kill switch across two real OS processes (issue 4): switching retries off through
+//! The fleet kill switch across two real OS processes: switching retries off through
 //! Redis on 127.0.0.1:6379 from one process takes effect in another within a second, and
 //! switching them back on does too.
 //!

@@ -1,4 +1,4 @@
-//! Deadlines that propagate (issue 19): three real axum tiers on loopback, each behind the server
+//! Deadlines that propagate: three real axum tiers on loopback, each behind the server
 //! `DeadlineLayer`, whose handlers call the tier below through a client layer *without copying
 //! the deadline*. The edge's budget reaches the bottom as a time left that only shrinks, and the
 //! bottom's work is dropped — at its deadline, and as soon as the caller above goes away.

@@ -1,4 +1,4 @@
-//! Real faults under the idempotency layer and the fleet switch (issue 20): a replica killed with
+//! Real faults under the idempotency layer and the fleet switch: a replica killed with
 //! `SIGKILL` in the middle of a keyed request, PostgreSQL stopped and started during traffic,
 //! Redis shut down and restarted under the fleet switch and the Redis store.
 //!

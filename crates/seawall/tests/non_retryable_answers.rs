@@ -1,4 +1,4 @@
-//! Issue 19: a non-retryable answer (an HTTP 4xx, a gRPC status outside `retryableStatusCodes`)
+//! A non-retryable answer (an HTTP 4xx, a gRPC status outside `retryableStatusCodes`)
 //! is neither a success nor a failure for a token budget. Driven through `RetryPolicy` itself,
 //! with the statuses classified by seawall's own classifiers, so what is checked is what the
 //! policy reports to the budget, not only what the budget does with it.

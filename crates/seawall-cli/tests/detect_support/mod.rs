@@ -1,6 +1,6 @@
 //! Helpers for the `detect --prometheus` tests: a metrics server whose counters follow a storm
 //! or a spike in wall-clock time (what a real Prometheus scrapes at its own pace), a real
-//! Prometheus started on a free loopback port, and the external-program rule of CI.
+//! Prometheus started on a free loopback port.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -10,29 +10,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-
-/// `true` when `program` is on PATH; otherwise fails under SEAWALL_REQUIRE_EXTERNAL=1 (CI) and
-/// prints why the test is skipped.
-pub(crate) fn have(program: &str) -> bool {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    required(found, program, ".ci/setup/prometheus.sh")
-}
-
-/// `found`, or: fail under SEAWALL_REQUIRE_EXTERNAL=1 (CI), else print that the test is skipped.
-pub(crate) fn required(found: bool, what: &str, setup: &str) -> bool {
-    if !found {
-        assert!(
-            std::env::var("SEAWALL_REQUIRE_EXTERNAL").as_deref() != Ok("1"),
-            "{what} is required (SEAWALL_REQUIRE_EXTERNAL=1): run {setup}"
-        );
-        eprintln!("SKIPPED: {what} is not installed (see {setup})");
-    }
-    found
-}
 
 /// `(t, verdict)` of each line of `detect --json`.
 pub(crate) fn verdicts(stdout: &[u8]) -> Vec<(f64, String)> {

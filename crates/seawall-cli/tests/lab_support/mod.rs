@@ -115,15 +115,6 @@ pub(crate) fn lab_on(edge: u16, path: &str, proxy: u16, dep: u16) -> Command {
     c
 }
 
-/// A program on PATH or in the sbin folders Debian installs daemons in.
-pub(crate) fn find_program(name: &str) -> Option<std::path::PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/usr/local/sbin", "/sbin"].map(std::path::PathBuf::from))
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
-
 /// Runs a `seawall lab` command to its end; panics with its stderr if it failed, prints its
 /// stdout (the tables) otherwise.
 pub(crate) fn run_ok(cmd: &mut Command) {

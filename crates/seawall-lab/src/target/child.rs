@@ -20,6 +20,20 @@ use crate::LabError;
 /// How long a stopped group gets between SIGTERM and SIGKILL.
 pub const STOP_GRACE: Duration = Duration::from_secs(3);
 
+/// `PATH` for a configuration's command: the folder of the running `seawall` binary first, so a
+/// command that calls `seawall node …` or `seawall proxy …` runs the binary that started the
+/// lab (a fresh `cargo build`'s, say), not another `seawall` installed elsewhere or none.
+/// `None` when the running program is not a `seawall` binary (the lab as a library).
+fn path_with_own_binary() -> Option<std::ffi::OsString> {
+    let exe = std::env::current_exe().ok()?;
+    if exe.file_stem()? != "seawall" {
+        return None;
+    }
+    let dir = exe.parent()?.to_path_buf();
+    let old = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(std::iter::once(dir).chain(std::env::split_paths(&old))).ok()
+}
+
 /// A running command. Dropping it kills its process group.
 #[derive(Debug)]
 pub struct StackCommand {
@@ -68,6 +82,9 @@ impl StackCommand {
         let err = out.try_clone().map_err(bad)?;
         let mut cmd = Command::new("/bin/sh");
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        if let Some(path) = path_with_own_binary() {
+            cmd.env("PATH", path);
+        }
         let child = cmd
             .arg("-c")
             .arg(command)

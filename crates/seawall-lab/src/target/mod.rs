@@ -2,13 +2,13 @@
 //!
 //! The synthetic lab ([`crate::run_lab`]) starts seawall's own tiers. This one starts nothing
 //! of seawall's but the load and the proxies: the user names the edge of their stack
-//! (`--target http://127.0.0.1:8080/checkout`), puts a [`crate::proxy`] in front of each
+//! (`--target http://127.0.0.1:8080/checkout`), puts a [`seawall_proxy`] in front of each
 //! dependency worth breaking (`--proxy db=127.0.0.1:7000,127.0.0.1:5432,tcp`: their stack
 //! talks to 7000, the proxy to 5432), and says what breaks when (`--fault db:fail:10@5`). The
 //! lab then, for each configuration of the stack (`--config before='./start.sh --retries 3'`,
 //! `--config after='./start.sh --seawall'`), starts the proxies and the configuration's command,
 //! waits until the target accepts connections, drives open-loop load at it
-//! ([`crate::load::drive()`]) while the faults act through the proxies, and counts each second
+//! ([`seawall_load::drive()`]) while the faults act through the proxies, and counts each second
 //! what reached every proxied dependency. It writes the same `results.json` and `report.html`
 //! as the synthetic lab ([`seawall_report`]): recovered or not, recovery time, goodput before,
 //! during and after, attempts reaching each dependency per edge request (the tiers are `edge`
@@ -17,7 +17,7 @@
 //! # Bounds
 //!
 //! Only loopback targets, proxy listeners and upstreams. Everything is bounded in time: the
-//! load (at most [`crate::load::schedule::MAX_DURATION`]), the wait for the stack to come up
+//! load (at most [`seawall_load::schedule::MAX_DURATION`]), the wait for the stack to come up
 //! ([`TargetParams::ready_timeout`]), its stop (SIGTERM, then SIGKILL after
 //! [`child::STOP_GRACE`]); in count: at most [`MAX_CONFIGS`] configurations, [`MAX_PROXIES`]
 //! proxies, the load's in-flight bound. Each configuration's command runs in a process group
@@ -34,7 +34,7 @@
 //! p.add_fault("db:fail:10")?;
 //! p.add_config("before=./start-stack.sh --retries 3")?;
 //! p.add_config("after=./start-stack.sh --seawall")?;
-//! let out = run_target_blocking(&p, std::path::Path::new("lab-report"), None, |_| {})?;
+//! let out = run_target_blocking(&p, std::path::Path::new("out/lab"), None, |_| {})?;
 //! if let Some(out) = out {
 //!     print!("{}", seawall_report::render_table(&out.results));
 //! }
@@ -48,8 +48,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::LabError;
-use crate::load::{LoadSpec, Schedule, Target};
-use crate::proxy::{Fault, Mode, ProxyConfig};
+use seawall_load::{LoadSpec, Schedule, Target};
+use seawall_proxy::{Fault, Mode, ProxyConfig};
 
 pub use run::{TargetFigures, TargetOutcome, run_target, run_target_blocking};
 
@@ -69,7 +69,7 @@ pub struct ProxyArg {
     pub config: ProxyConfig,
 }
 
-/// A fault on a named proxy: `NAME:KIND:SECONDS[@START][,KEY=VALUE…]` ([`crate::proxy`]'s
+/// A fault on a named proxy: `NAME:KIND:SECONDS[@START][,KEY=VALUE…]` ([`seawall_proxy`]'s
 /// grammar); `START` counts from the start of the load (default [`TargetParams::at`]).
 #[derive(Debug, Clone)]
 pub struct FaultArg {
@@ -148,7 +148,7 @@ impl TargetParams {
             duration: Duration::from_secs(25),
             at: Duration::from_secs(5),
             deadline: Duration::from_secs(1),
-            max_in_flight: 512,
+            max_in_flight: seawall_load::DEFAULT_MAX_IN_FLIGHT,
             ready_timeout: Duration::from_secs(30),
             settle: Duration::from_secs(1),
             seed: 1,
@@ -244,7 +244,7 @@ impl TargetParams {
 
     /// The load's spec: GET the target at `rate` for `duration`, lateness bound 100 ms.
     pub fn load_spec(&self) -> Result<LoadSpec, LabError> {
-        let bad = |e: crate::load::LoadError| LabError::bad_input("load", e.to_string());
+        let bad = |e: seawall_load::LoadError| LabError::bad_input("load", e.to_string());
         let schedule = Schedule::constant(self.rate, self.duration).map_err(bad)?;
         LoadSpec::new(
             self.target.clone(),

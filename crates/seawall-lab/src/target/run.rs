@@ -12,10 +12,10 @@ use tokio::time::Instant;
 use super::child::{STOP_GRACE, StackCommand};
 use super::{ConfigArg, TargetParams};
 use crate::LabError;
-use crate::load::LoadResults;
 use crate::progress::LabProgress;
-use crate::proxy::Proxy;
 use crate::saturation::{Saturation, sample_each_second};
+use seawall_load::LoadResults;
+use seawall_proxy::Proxy;
 
 /// What one configuration did to each proxied dependency.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -237,7 +237,7 @@ async fn measure(
         (rows, at)
     };
     let (load, (deps, deps_at), cpu) = tokio::join!(
-        crate::load::run(&spec, &params.url, |_| {}),
+        seawall_load::run(&spec, &params.url, |_| {}),
         sampler,
         sample_each_second(start, secs)
     );
@@ -252,7 +252,7 @@ async fn measure(
 fn to_run(params: &TargetParams, cfg: &ConfigArg, m: &Measured) -> (Run, TargetFigures) {
     let per = &m.load.load.per_second;
     let n = per.len().min(m.deps.len().saturating_sub(1));
-    let col = |f: &dyn Fn(&crate::load::Counts) -> u64| -> Vec<f64> {
+    let col = |f: &dyn Fn(&seawall_load::Counts) -> u64| -> Vec<f64> {
         per[..n].iter().map(|s| f(&s.counts) as f64).collect()
     };
     // Each proxy's count at whole seconds from the load's start, interpolated between the

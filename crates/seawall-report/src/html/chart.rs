@@ -141,7 +141,7 @@ pub(super) fn rows(cols: &[Col<'_>], x_max: f64) -> String {
 }
 
 /// The row's legend: every distinct line name in order of first appearance, and the fault band.
-fn legend(lines: &[Vec<Line>], fault: bool) -> String {
+pub(super) fn legend(lines: &[Vec<Line>], fault: bool) -> String {
     let mut seen: Vec<(&str, Style)> = Vec::new();
     for l in lines.iter().flatten() {
         if !seen.iter().any(|(n, s)| *n == l.name && *s == l.style) {
@@ -185,7 +185,7 @@ fn line(col: &Col<'_>, name: &str, style: Style, v: &[f64], unit: &str) -> Line 
 
 /// Each per-second value drawn as a step over its interval `[t, next t)`, so a cliff sits exactly
 /// on the second it happened (and on the fault band's edge), not half-way to its neighbour.
-fn steps(pts: &[(f64, f64)]) -> Vec<(f64, f64)> {
+pub(super) fn steps(pts: &[(f64, f64)]) -> Vec<(f64, f64)> {
     let mut out = Vec::with_capacity(2 * pts.len());
     let mut dt = 1.0;
     for (i, &(x, y)) in pts.iter().enumerate() {
@@ -203,7 +203,7 @@ fn steps(pts: &[(f64, f64)]) -> Vec<(f64, f64)> {
 }
 
 /// Min and max of each bucket, in time order, when there are more than [`MAX_POINTS`] points.
-fn thin(pts: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
+pub(super) fn thin(pts: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     if pts.len() <= MAX_POINTS {
         return pts;
     }

@@ -22,6 +22,7 @@
 
 mod chart;
 mod compare;
+mod page;
 mod phase;
 mod style;
 mod svg;
@@ -32,6 +33,7 @@ use std::fmt::Write;
 use crate::{Fault, Results, Run};
 
 pub use compare::render_html_compare;
+pub use page::{Chart, ChartLine, Page, render_page};
 pub use phase::render_sweep_html;
 
 /// One column of the page: a run and what its charts need to know about it.

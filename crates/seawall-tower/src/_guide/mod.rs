@@ -4,6 +4,26 @@
 //!
 //! This module holds no code; every example below compiles (and most run) as a doctest.
 //!
+//! # 0. Dependencies
+//!
+//! The server layers and the reqwest client below need these features (`client`, `server` and
+//! `client-prometheus` are on by default). seawall has no published release yet: take it from
+//! a checkout by path, or by `git = "…"` from wherever you cloned it.
+//!
+//! ```toml
+//! [dependencies]
+//! seawall-tower = { path = "../seawall/crates/seawall-tower", features = ["axum", "reqwest-middleware"] }
+//! axum = "0.8"
+//! reqwest = "0.13"
+//! reqwest-middleware = "0.5"
+//! tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
+//! ```
+//!
+//! Add `grpc` for section 3, `postgres` or `redis-store` for a shared idempotency store,
+//! `redis-control` for the fleet-wide retry switch and `otel` for OpenTelemetry metrics. The
+//! crate's front page lists every feature. `seawall-tower/tests/guide_scratch_crate.rs` builds
+//! a crate outside the workspace from exactly this table and the examples of sections 1 and 2.
+//!
 //! # 1. An axum service: shed early, enforce deadlines, make writes safe to retry
 //!
 //! Three layers, outermost first: [`DeadlineLayer`](crate::server::DeadlineLayer) reads the
