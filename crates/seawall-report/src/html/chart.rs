@@ -53,7 +53,8 @@ const SPECS: [Spec; 6] = [
     Spec {
         title: "Amplification: bottom-tier attempts per edge request",
         unit_label: "×",
-        why: "1× (dotted) is one attempt per request; 27× is three layers each trying three times.",
+        why: "1× (dotted) is one attempt per request; layers that retry multiply it. A second can \
+              read above the layers' product: retries of earlier requests land in it too.",
         unit: Unit::Times,
         lines: amplification_lines,
         min_top: 2.0,

@@ -180,8 +180,12 @@ pub(super) fn how_to_read() -> String {
         (
             "Amplification",
             "Attempts reaching the bottom tier per edge request in the same second. 1× means \
-             every request tried once; layers that each retry multiply (3 × 3 × 3 = 27×). The peak \
-             is taken over the fault and after it.",
+             every request tried once; layers that each retry multiply (three layers of three \
+             attempts: 3 × 3 × 3 = 27×). The peak is taken over the fault and after it, second by \
+             second, so it can exceed the product of the layers' attempts: a request's retries \
+             take seconds (each waits out a timeout), and the attempts of requests sent in \
+             earlier seconds land in the same second as the new ones. Attempts per call, over \
+             the whole run, is the figure per request.",
         ),
         (
             "Recovered",

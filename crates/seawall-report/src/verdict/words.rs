@@ -94,10 +94,10 @@ pub fn tone(v: Verdict) -> Tone {
 pub fn legend() -> String {
     let (tol, most, w) = (pct(TOLERANCE), pct(MOST), secs(SUSTAIN_S));
     format!(
-        "recovered: goodput back to ≥ {tol} of its pre-fault level for {w} in a row (shorter dips \
-         ignored);\n  yes, N s: N s after the fault ended · no (late): back, after losing most \
-         requests\n  partly: back to ≥ {most} of the level, not for good · no: below {most} · \
-         not judged: see below\n"
+        "recovered: goodput back to ≥ {tol} of its pre-fault level with no relapse of {w} or more \
+         after it\n  (shorter dips are noise) · yes, N s: N s after the fault ended · no (late): \
+         back, after losing\n  most requests · partly: back to ≥ {most} of the level, not for \
+         good · no: below {most}\n"
     )
 }
 
