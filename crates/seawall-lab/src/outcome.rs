@@ -29,35 +29,43 @@ pub struct LabOutcome {
 impl LabOutcome {
     /// The lab's figures as a plain-text table, one row per configuration.
     pub fn figures_table(&self) -> String {
-        let mut s = String::from(
-            "config     attempts/edge-req(fault)  goodput/s  offered/s  budget-refusals  shed  lag(s)  cpu mean  timers late  client attempts edge/gateway/order  pg copies/oldest(s)\n",
-        );
-        for (run, f) in self.results.runs.iter().zip(&self.figures) {
-            s.push_str(&format!(
-                "{:<10} {:>24}  {:>9.1}  {:>9.1}  {:>15}  {:>4}  {:>6.3}  {:>8}  {:>11}  {:>35}  {}\n",
-                run.policy,
-                // "≥": the machine capped the storm (see the description's words).
-                format!(
-                    "{}{:.2}",
-                    if f.saturation.is_lower_bound() { "≥" } else { "" },
-                    f.amplification_during
-                ),
-                f.goodput_rps,
-                f.offered_rps,
-                f.budget_refusals,
-                f.shed,
-                f.max_lag_s,
-                f.saturation.cpu_mean.map_or("—".into(), |c| format!("{:.0} %", c * 100.0)),
-                f.saturation.timer_late_s.map_or("—".into(), |t| format!("{:.1} ms", t * 1000.0)),
-                format!(
-                    "{}/{}/{}",
-                    f.client_attempts[0], f.client_attempts[1], f.client_attempts[2]
-                ),
+        // One row per figure, one column per configuration: fits 100 columns however many
+        // figures the lab measures.
+        let runs: Vec<(&seawall_report::Run, &LabFigures)> =
+            self.results.runs.iter().zip(&self.figures).collect();
+        let row = |name: &str, cell: &dyn Fn(&LabFigures) -> String| -> Vec<String> {
+            std::iter::once(name.to_string()).chain(runs.iter().map(|(_, f)| cell(f))).collect()
+        };
+        let mut header = vec!["lab figure".to_string()];
+        header.extend(runs.iter().map(|(r, _)| r.policy.clone()));
+        let rows = vec![
+            header,
+            // "≥": the machine capped the storm (see the description's words).
+            row("attempts per edge request (fault)", &|f| {
+                let mark = if f.saturation.is_lower_bound() { "≥" } else { "" };
+                format!("{mark}{:.2}", f.amplification_during)
+            }),
+            row("goodput / s", &|f| format!("{:.1}", f.goodput_rps)),
+            row("offered / s", &|f| format!("{:.1}", f.offered_rps)),
+            row("budget refusals", &|f| f.budget_refusals.to_string()),
+            row("shed", &|f| f.shed.to_string()),
+            row("generator lag, worst (s)", &|f| format!("{:.3}", f.max_lag_s)),
+            row("cpu, mean", &|f| {
+                f.saturation.cpu_mean.map_or("—".into(), |c| format!("{:.0} %", c * 100.0))
+            }),
+            row("timers late, worst", &|f| {
+                f.saturation.timer_late_s.map_or("—".into(), |t| format!("{:.1} ms", t * 1000.0))
+            }),
+            row("client attempts edge/gateway/order", &|f| {
+                let a = f.client_attempts;
+                format!("{}/{}/{}", a[0], a[1], a[2])
+            }),
+            row("pg copies / oldest (s)", &|f| {
                 f.pg_peak
-                    .map_or("—".into(), |p| format!("{}/{:.1}", p.running_copies, p.oldest_s)),
-            ));
-        }
-        s
+                    .map_or("—".into(), |p| format!("{}/{:.1}", p.running_copies, p.oldest_s))
+            }),
+        ];
+        seawall_report::table::columns(&rows, 1)
     }
 
     /// Measured vs predicted (see [`crate::sim::gap_table`]).

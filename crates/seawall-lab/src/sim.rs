@@ -317,9 +317,9 @@ pub fn gaps(measured: &Results, predicted: &Results) -> Vec<Gap> {
 /// (see [`gaps`]), the gap marked `!` where it is over [`TOLERANCE`]. Recovery is shown, not
 /// compared (its verdict is: `recovered` must match).
 pub fn gap_table(measured: &Results, predicted: &Results) -> String {
-    let mut s = String::from(
-        "config     source  recovered  recovery(s)  peak amp  goodput during   after  goodput/s   wasted\n",
-    );
+    let header = ["config", "source", "recovered", "in (s)", "peak amp", "during", "after"];
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
+    rows[0].extend(["goodput/s", "wasted"].map(String::from));
     let faulted = measured.fault.is_some();
     let pct = |x: f64| if faulted { format!("{:.0} %", x * 100.0) } else { "—".into() };
     let all = gaps(measured, predicted);
@@ -327,43 +327,40 @@ pub fn gap_table(measured: &Results, predicted: &Results) -> String {
         let p = predicted.runs.iter().find(|p| p.policy == m.policy);
         for (src, r) in [("lab", Some(m)), ("sim", p)] {
             let Some(r) = r else { continue };
-            let rec = r.recovery_s().map_or("—".to_string(), |x| format!("{x:.1}"));
-            let recovered = seawall_report::verdict::words::cell(r.verdict);
-            let recovered = recovered.split(',').next().unwrap_or_default();
-            let _ = writeln!(
-                s,
-                "{:<10} {src:<6}  {recovered:<9}  {rec:>11}  {:>7.1}×  {:>14}  {:>6}  {:>9.1}  {:>6.1} %",
-                m.policy,
-                r.peak_amplification,
+            let cell = seawall_report::verdict::words::cell(r.verdict);
+            rows.push(vec![
+                m.policy.clone(),
+                src.into(),
+                cell.split(',').next().unwrap_or_default().to_string(),
+                r.recovery_s().map_or("—".to_string(), |x| format!("{x:.1}")),
+                format!("{:.1}×", r.peak_amplification),
                 pct(r.goodput_during),
                 pct(r.goodput_after),
-                mean(&r.series.goodput_rps),
-                r.wasted_work * 100.0,
-            );
+                format!("{:.1}", mean(&r.series.goodput_rps)),
+                format!("{:.1} %", r.wasted_work * 100.0),
+            ]);
         }
         let gap = |f: Figure| {
             all.iter().find(|g| g.policy == m.policy && g.figure == f).map_or("—".into(), |g| {
                 format!("{}{:.0} %", if g.too_far() { "!" } else { "" }, g.gap * 100.0)
             })
         };
-        if p.is_some() {
-            let _ = writeln!(
-                s,
-                "{:<10} gap     {:<9}  {:>11}  {:>8}  {:>14}  {:>6}  {:>9}  {:>8}",
-                m.policy,
-                match p {
-                    Some(p) if faulted && p.recovered() != m.recovered() => "!differs",
-                    _ => "",
-                },
-                "",
+        if let Some(p) = p {
+            let differs = faulted && p.verdict.is_judged() && p.recovered() != m.recovered();
+            rows.push(vec![
+                m.policy.clone(),
+                "gap".into(),
+                if differs { "!differs" } else { "" }.into(),
+                String::new(),
                 gap(Figure::PeakAmplification),
                 gap(Figure::GoodputDuring),
                 gap(Figure::GoodputAfter),
                 gap(Figure::GoodputRps),
                 gap(Figure::WastedWork),
-            );
+            ]);
         }
     }
+    let mut s = seawall_report::table::columns(&rows, 3);
     let _ = writeln!(
         s,
         "(gap: |sim − lab| / lab, over a floor near zero; ! marks a gap over {:.0} %)",

@@ -1,4 +1,5 @@
-//! The short terminal table: one aligned plain-text row per policy.
+//! Tables for a terminal: one layout for every seawall table ([`columns`]), and the summary
+//! table, one aligned plain-text row per policy.
 //!
 //! The HTML report's summary table shows the very same cells (`summary_rows`), so a number
 //! read in the terminal can be found again, character for character, in the report.
@@ -35,7 +36,7 @@ pub fn render_table(results: &Results) -> String {
         row[0] = clip(&row[0], MAX_NAME);
         rows.push(row);
     }
-    aligned(&rows, 2)
+    columns(&rows, 2)
 }
 
 /// The lines under [`render_table`], within 100 columns: what the verdict cells mean (for a
@@ -99,7 +100,7 @@ pub fn render_hedging(results: &Results) -> String {
         r[1] = clip(&r[1], 2 * MAX_NAME);
         r
     }));
-    format!("hedging (a hedge is a copy of a call after the first)\n{}", aligned(&rows, 2))
+    format!("hedging (a hedge is a copy of a call after the first)\n{}", columns(&rows, 2))
 }
 
 /// The hedging cells of every run, in [`HEDGING_HEADERS`] order (names unclipped, not escaped).
@@ -120,22 +121,40 @@ pub(crate) fn hedging_rows(results: &Results) -> Vec<[String; 6]> {
     rows
 }
 
-/// Rows as plain-text lines, columns padded to their widest cell: the first `left` columns
-/// read left to right, the others (numbers) line up on their last character.
-fn aligned<const N: usize>(rows: &[[String; N]], left: usize) -> String {
-    let mut widths = [0usize; N];
-    for row in rows {
+/// Any table for a terminal, the way every seawall table is laid out: `rows` (the header
+/// first) padded to each column's widest cell, the first `left` columns read left to right,
+/// the others (numbers) lined up on their last character, two spaces between columns.
+/// Control characters in cells print as `?`. Rows shorter than the header are padded.
+pub fn columns<R: AsRef<[String]>>(rows: &[R], left: usize) -> String {
+    columns_by(rows, |i| i < left)
+}
+
+/// [`columns`] with the left-reading columns chosen by `is_left(index)`.
+pub(crate) fn columns_by<R: AsRef<[String]>>(
+    rows: &[R],
+    is_left: impl Fn(usize) -> bool,
+) -> String {
+    let n = rows.iter().map(|r| r.as_ref().len()).max().unwrap_or(0);
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let mut v: Vec<String> = r.as_ref().iter().map(|c| printable(c)).collect();
+            v.resize(n, String::new());
+            v
+        })
+        .collect();
+    let mut widths = vec![0usize; n];
+    for row in &cells {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
     }
     let mut out = String::new();
-    for row in rows {
+    for row in &cells {
         let mut line = String::new();
-        for (i, (cell, w)) in row.iter().zip(widths).enumerate() {
+        for (i, (cell, w)) in row.iter().zip(&widths).enumerate() {
             let pad = " ".repeat(w - cell.chars().count());
-            // Names and verdicts read left to right; numbers line up on their last digit.
-            if i < left {
+            if is_left(i) {
                 line.push_str(cell);
                 line.push_str(&pad);
             } else {

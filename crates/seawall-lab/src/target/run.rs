@@ -67,27 +67,38 @@ pub struct TargetOutcome {
 impl TargetOutcome {
     /// Attempts per edge request at each dependency, before / during / after the fault.
     pub fn figures_table(&self) -> String {
-        let mut s = String::from(
-            "config     dependency   per edge request: before  during  after   requests  lag(ms)  dropped  cpu mean\n",
-        );
+        let mut rows = vec![
+            [
+                "config",
+                "dependency",
+                "per edge req: before",
+                "during",
+                "after",
+                "requests",
+                "lag ms",
+                "dropped",
+                "cpu",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ];
         for f in &self.figures {
             let mark = if f.lower_bound { "≥" } else { "" };
             for d in &f.dependencies {
-                s.push_str(&format!(
-                    "{:<10} {:<12} {:>25.2}  {:>6}  {:>5.2}  {:>9}  {:>7.1}  {:>7}  {:>8}\n",
-                    f.config,
-                    d.name,
-                    d.per_edge_before,
+                rows.push(vec![
+                    f.config.clone(),
+                    d.name.clone(),
+                    format!("{:.2}", d.per_edge_before),
                     format!("{mark}{:.2}", d.per_edge_during),
-                    d.per_edge_after,
-                    d.requests,
-                    f.saturation.max_lag_s * 1000.0,
-                    f.saturation.dropped,
+                    format!("{:.2}", d.per_edge_after),
+                    d.requests.to_string(),
+                    format!("{:.1}", f.saturation.max_lag_s * 1000.0),
+                    f.saturation.dropped.to_string(),
                     f.saturation.cpu_mean.map_or("—".into(), |c| format!("{:.0} %", c * 100.0)),
-                ));
+                ]);
             }
         }
-        s
+        seawall_report::table::columns(&rows, 2)
     }
 
     /// The figures as JSON (`target.json`).

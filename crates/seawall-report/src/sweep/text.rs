@@ -44,32 +44,9 @@ pub(crate) fn rows(sweep: &Sweep) -> Vec<Vec<String>> {
 /// wasted work), then one sentence per boundary found.
 pub fn render_sweep_table(sweep: &Sweep) -> String {
     let rows = rows(sweep);
-    let cols = rows[0].len();
-    let mut widths = vec![0usize; cols];
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let names = sweep.axes.len() + 2;
-    let mut out = String::new();
-    for row in &rows {
-        let mut line = String::new();
-        for (i, (cell, w)) in row.iter().zip(&widths).enumerate() {
-            let pad = " ".repeat(w - cell.chars().count());
-            // Values and figures line up on their last digit; names and verdicts read left.
-            if i >= sweep.axes.len() && i < names {
-                line.push_str(cell);
-                line.push_str(&pad);
-            } else {
-                line.push_str(&pad);
-                line.push_str(cell);
-            }
-            line.push_str("  ");
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
+    let (axes, names) = (sweep.axes.len(), sweep.axes.len() + 2);
+    // Values and figures line up on their last digit; names and verdicts read left.
+    let mut out = crate::table::columns_by(&rows, |i| i >= axes && i < names);
     if sweep.seeds > 1 {
         out.push_str(&format!(
             "\n{} seeds per point; recovery is the median over the seeds that recovered.\n",
