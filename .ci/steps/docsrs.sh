@@ -7,6 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 doc="${CARGO_TARGET_DIR:-target}/docsrs"
+# Removed when the step ends: CI starts from a clean clone, and the disk is shared.
+trap 'rm -rf "$doc"' EXIT
 RUSTC_BOOTSTRAP=1 RUSTDOCFLAGS="--cfg docsrs -D warnings" CARGO_TARGET_DIR="$doc" \
   cargo doc --locked --no-deps --all-features -p seawall -p seawall-tower -p seawall-audit
 check() {  # FILE FEATURE

@@ -14,11 +14,13 @@ start=$(date +%s)
 rm -rf "${CARGO_TARGET_DIR:-target}/package" "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/seawall*
 # The verification builds the packaged crates as registry crates, which cargo never rebuilds for
 # a changed source of the same version: build them in a target folder of this step's own, and
-# forget this step's earlier builds of them (third-party builds are kept).
+# forget this step's earlier builds of them.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/package-step"
 rm -rf "$CARGO_TARGET_DIR"/debug/.fingerprint/seawall* "$CARGO_TARGET_DIR"/debug/deps/*seawall*
 log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
+# This step's target folder is removed when it ends: CI starts from a clean clone, and the disk
+# is shared (a full verification build is several GB).
+trap 'rm -f "$log"; rm -rf "$CARGO_TARGET_DIR" "${CARGO_TARGET_DIR%/package-step}/package"' EXIT
 if ! cargo package --workspace --locked > "$log" 2>&1; then
   grep -vE '^warning: ignoring (test|benchmark|example)|^\s+(Compiling|Packaging|Archiving|Verifying|Downloaded|Updating)' "$log" | tail -n 60
   echo "package: FAILED"

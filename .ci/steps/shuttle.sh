@@ -10,5 +10,7 @@ if [ ! -e crates/seawall/tests/window_model.rs ]; then
   exit 0
 fi
 target="${CARGO_TARGET_DIR:-target}/shuttle"
+# Removed when the step ends: CI starts from a clean clone, and the disk is shared.
+trap 'rm -rf "$target"' EXIT
 RUSTFLAGS="--cfg shuttle" CARGO_TARGET_DIR="$target" \
   cargo test --locked -p seawall --test window_model --release
