@@ -7,6 +7,7 @@ use anyhow::Context;
 use seawall_detect::{Classifier, Thresholds, Verdict, VerdictKind};
 
 mod live;
+mod postgres;
 mod prometheus;
 
 /// The metric family on the command line (`--metrics`).
@@ -57,6 +58,19 @@ pub(crate) struct Args {
     /// range queries over `--last` / `--from`..`--to` (replay of a past window).
     #[arg(long, value_name = "URL")]
     prometheus: Option<String>,
+    /// Sample a PostgreSQL's `pg_stat_activity` every interval (`postgres://user@host/db`):
+    /// copies of one statement running at once and the oldest one's age. Read only, with a
+    /// 500 ms statement timeout; the role needs `pg_read_all_stats` to see other roles'
+    /// statements.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["replay", "scrape", "prometheus"])]
+    postgres: Option<String>,
+    /// `--postgres`: the callers' timeout (e.g. `2s`): copies older than this are work for
+    /// callers who have left. Without it, many copies older than 10 s read "old queue".
+    #[arg(long, value_name = "DURATION", requires = "postgres")]
+    caller_timeout: Option<String>,
+    /// `--postgres`: copies of one statement that count as many.
+    #[arg(long, value_name = "N", default_value_t = seawall_detect::postgres::PgOptions::default().min_copies, requires = "postgres")]
+    min_copies: u64,
     /// Which metric names the stack exports (`--explain` prints the queries).
     #[arg(long, value_enum, value_name = "DIALECT", default_value_t = Metrics::Seawall)]
     metrics: Metrics,
@@ -117,6 +131,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--warmup must be a non-negative number of seconds");
     }
     let thresholds = Thresholds { warmup_s: args.warmup, ..Thresholds::default() };
+    if let Some(url) = &args.postgres {
+        return postgres::run(&args, url);
+    }
     if args.prometheus.is_some() || args.explain {
         return prometheus::run(&args, thresholds);
     }

@@ -94,6 +94,8 @@ pub mod alerts;
 pub mod classifier;
 pub mod dialect;
 pub mod names;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod prom;
 pub mod prometheus;
 pub mod sample;
