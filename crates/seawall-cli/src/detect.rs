@@ -9,6 +9,7 @@ use seawall_detect::{Classifier, Thresholds, Verdict, VerdictKind};
 mod live;
 mod postgres;
 mod prometheus;
+mod traces;
 
 /// The metric family on the command line (`--metrics`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -64,6 +65,28 @@ pub(crate) struct Args {
     /// statements.
     #[arg(long, value_name = "URL", conflicts_with_all = ["replay", "scrape", "prometheus"])]
     postgres: Option<String>,
+    /// Classify spans from a file: OTLP JSON (the OpenTelemetry Collector's file exporter, one
+    /// request a line), OTLP protobuf, or Jaeger's JSON export. Prints the verdict timeline and
+    /// the trace-only signals: staircases, resend counts, work nobody used.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["replay", "scrape", "prometheus", "postgres"])]
+    traces: Option<PathBuf>,
+    /// Receive OTLP/HTTP traces (`POST /v1/traces`, protobuf or JSON) on this address and judge
+    /// them live, e.g. `127.0.0.1:4318` (point OTEL_EXPORTER_OTLP_TRACES_ENDPOINT at
+    /// `http://127.0.0.1:4318/v1/traces`). Bounded: 16 MiB and 100,000 spans a body.
+    #[arg(long, value_name = "ADDR", conflicts_with_all = ["replay", "scrape", "prometheus", "postgres", "traces"])]
+    otlp_listen: Option<String>,
+    /// `--traces` / `--otlp-listen`: the dependency is the client spans' peer containing this
+    /// (`server.address[:port]`, `net.peer.name`, the URL's host); default: the most called.
+    #[arg(long, value_name = "NAME")]
+    peer: Option<String>,
+    /// `--otlp-listen`: also write every body received to FILE as OTLP JSON, one request a
+    /// line (what `--traces FILE` reads back).
+    #[arg(long, value_name = "FILE", requires = "otlp_listen")]
+    record: Option<PathBuf>,
+    /// `--otlp-listen`: how long after an interval ends it is judged (spans arrive in the
+    /// exporters' batches: the OpenTelemetry SDKs' batch processor exports every 5 s).
+    #[arg(long, value_name = "DURATION", default_value = "6s")]
+    lag: String,
     /// `--postgres`: the callers' timeout (e.g. `2s`): copies older than this are work for
     /// callers who have left. Without it, many copies older than 10 s read "old queue".
     #[arg(long, value_name = "DURATION", requires = "postgres")]
@@ -133,6 +156,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let thresholds = Thresholds { warmup_s: args.warmup, ..Thresholds::default() };
     if let Some(url) = &args.postgres {
         return postgres::run(&args, url);
+    }
+    if let Some(path) = &args.traces {
+        return traces::replay(&args, path, thresholds);
+    }
+    if let Some(addr) = &args.otlp_listen {
+        return traces::listen(&args, addr, thresholds);
     }
     if args.prometheus.is_some() || args.explain {
         return prometheus::run(&args, thresholds);

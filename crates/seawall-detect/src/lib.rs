@@ -15,6 +15,12 @@
 //! Prometheus server ([`prometheus`]: instant queries live, range queries to replay a past
 //! window).
 //!
+//! Two sources look where metrics do not: [`traces`] (feature `traces`) reads spans — the
+//! staircase of attempts under one parent, `http.request.resend_count`, server spans that
+//! outlive their caller — and feeds the same classifier; [`postgres`] (feature `postgres`)
+//! samples `pg_stat_activity` for many copies of one statement older than their callers'
+//! timeout.
+//!
 //! # On the metrics a team already has
 //!
 //! A team in a storm has not adopted seawall yet; it has a Prometheus full of what its stack
@@ -89,17 +95,22 @@
 //! a counter reset inside the window (those intervals are `unsure`, not judged), a query that is
 //! not summed, and a replay of too many points (`seawall-cli/tests/detect_prometheus.rs`).
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod alerts;
 pub mod classifier;
 pub mod dialect;
 pub mod names;
 #[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub mod postgres;
 pub mod prom;
 pub mod prometheus;
 pub mod sample;
 pub mod scrape;
+#[cfg(feature = "traces")]
+#[cfg_attr(docsrs, doc(cfg(feature = "traces")))]
+pub mod traces;
 
 pub use classifier::{Classifier, Thresholds, Verdict, VerdictKind};
 pub use sample::{Sample, SampleError, replay, samples_from_csv, samples_from_run};

@@ -4,7 +4,7 @@
 //! At the bottom of a stack, a retry storm is the same statement running many times
 //! concurrently: each retry of each layer above sends it again, and a statement whose caller
 //! has given up keeps running (PostgreSQL does not know the client left until it writes the
-//! answer). [`Activity::sample`] reads `pg_stat_activity` once — active client backends grouped
+//! answer). [`PgSampler::sample`] reads `pg_stat_activity` once — active client backends grouped
 //! by their statement text, the count and the oldest one's age — and [`judge`] says what one
 //! reading shows:
 //!
