@@ -169,8 +169,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.replay.is_none() && args.scrape.is_empty() {
         anyhow::bail!(
             "no source to classify: give one of --replay FILE (a results.json or a CSV series), \
-             --scrape URL... (live /metrics pages, edge first) or --prometheus URL (a Prometheus \
-             server: live, or a past window with --last / --from --to)"
+             --scrape URL... (live /metrics pages, edge first), --prometheus URL (a Prometheus \
+             server: live, or a past window with --last / --from --to), --traces FILE (OTLP or \
+             Jaeger JSON spans), --otlp-listen ADDR (receive an SDK's OTLP/HTTP traces) or \
+             --postgres URL (pg_stat_activity)"
         );
     }
     let Some(path) = args.replay.clone() else {
