@@ -15,26 +15,31 @@ fn url() -> String {
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_string())
 }
 
-/// Runs the lab's `config` against PostgreSQL with a 5 s lock from 2 s, and `detect --postgres`
+/// Runs the lab's `config` against PostgreSQL with a 5 s lock from 3 s, and `detect --postgres`
 /// beside it; returns detect's JSON lines.
 fn storm_under(config: &str) -> Vec<serde_json::Value> {
     let out = tempfile_dir(config);
-    let mut lab = Command::new(env!("CARGO_BIN_EXE_seawall"))
+    let lab = Command::new(env!("CARGO_BIN_EXE_seawall"))
         .args(["lab", "--config", config, "--backend", &url(), "--workers", "30"])
-        .args(["--rate", "150", "--capacity", "200", "--fault", "hang:5", "--at", "2"])
-        .args(["--duration", "10", "--out"])
+        .args(["--rate", "150", "--capacity", "200", "--fault", "hang:5", "--at", "3"])
+        .args(["--duration", "14", "--out"])
         .arg(&out)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("seawall lab starts");
     let detect = Command::new(env!("CARGO_BIN_EXE_seawall"))
         .args(["detect", "--postgres", &url(), "--caller-timeout", "1s", "--json"])
-        .args(["--interval", "0.5", "--max-intervals", "24"])
+        .args(["--interval", "0.5", "--max-intervals", "34"])
         .output()
         .expect("seawall detect runs");
-    let status = lab.wait().expect("lab ends");
-    assert!(status.success(), "{config}: lab failed: {status}");
+    let lab = lab.wait_with_output().expect("lab ends");
+    assert!(
+        lab.status.success(),
+        "{config}: lab failed: {}\n{}",
+        lab.status,
+        String::from_utf8_lossy(&lab.stderr)
+    );
     assert!(detect.status.success(), "{}", String::from_utf8_lossy(&detect.stderr));
     let _ = std::fs::remove_dir_all(&out);
     String::from_utf8(detect.stdout)

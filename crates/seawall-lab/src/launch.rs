@@ -35,6 +35,8 @@ pub enum Launcher {
     },
     /// Each node is a thread of this process with its own tokio runtime (tests).
     InProcess,
+    /// No node is started: the stack runs in memory on a virtual clock ([`crate::vlab`]).
+    Virtual(crate::vlab::VirtualParams),
 }
 
 /// A running node. Dropping it stops the node.
@@ -106,6 +108,10 @@ impl Launcher {
                 })?;
                 Ok(NodeHandle { port, admin_port, _alive: Alive::Child(child) })
             }
+            Launcher::Virtual(_) => Err(LabError::node(
+                name,
+                "the virtual lab starts no node: its stack runs in memory (crate::vlab)",
+            )),
             Launcher::InProcess => {
                 let (port_tx, port_rx) = oneshot::channel();
                 let (stop_tx, stop_rx) = oneshot::channel::<()>();

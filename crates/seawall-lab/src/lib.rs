@@ -31,6 +31,7 @@ pub mod saturation;
 pub mod scrape;
 pub mod sim;
 pub mod target;
+pub mod vlab;
 
 pub use outcome::{LabOutcome, run_lab, run_lab_blocking};
 pub use progress::LabProgress;

@@ -84,14 +84,34 @@ pub struct LoadCounts {
 /// deadline.
 pub async fn run(url: &str, plan: LoadPlan) -> LoadCounts {
     let uri: http::Uri = url.parse().expect("a node URL is a valid URI");
-    let secs = plan.duration.as_secs_f64().ceil() as usize;
-    let offered: Arc<Vec<AtomicU64>> = Arc::new((0..secs).map(|_| AtomicU64::new(0)).collect());
-    let good: Arc<Vec<AtomicU64>> = Arc::new((0..secs).map(|_| AtomicU64::new(0)).collect());
-    let good_busy_ns = Arc::new(AtomicU64::new(0));
     let mut conn = HttpConnector::new();
     conn.set_nodelay(true);
     let http: Client<HttpConnector, Empty<Bytes>> =
         Client::builder(TokioExecutor::new()).pool_max_idle_per_host(1024).build(conn);
+    run_with(plan, move |req: Request<Empty<Bytes>>| {
+        let (http, uri) = (http.clone(), uri.clone());
+        async move {
+            let (mut parts, body) = req.into_parts();
+            parts.uri = uri;
+            let r = http.request(Request::from_parts(parts, body)).await.ok()?;
+            Some((r.status(), r.headers().clone()))
+        }
+    })
+    .await
+}
+
+/// [`run`] through `send`, which delivers one request and yields its status and headers (or
+/// `None` for a transport error): the process lab's HTTP client, or the virtual lab's link.
+/// Each request is a task spawned at its scheduled instant on the runtime's clock.
+pub async fn run_with<F, Fut>(plan: LoadPlan, send: F) -> LoadCounts
+where
+    F: Fn(Request<Empty<Bytes>>) -> Fut,
+    Fut: std::future::Future<Output = Option<(http::StatusCode, http::HeaderMap)>> + Send + 'static,
+{
+    let secs = plan.duration.as_secs_f64().ceil() as usize;
+    let offered: Arc<Vec<AtomicU64>> = Arc::new((0..secs).map(|_| AtomicU64::new(0)).collect());
+    let good: Arc<Vec<AtomicU64>> = Arc::new((0..secs).map(|_| AtomicU64::new(0)).collect());
+    let good_busy_ns = Arc::new(AtomicU64::new(0));
     let timeout_header = encode_timeout_ms(plan.deadline);
     let start = Instant::now();
     let mut max_lag = Duration::ZERO;
@@ -102,20 +122,21 @@ pub async fn run(url: &str, plan: LoadPlan) -> LoadCounts {
         max_lag = max_lag.max(Instant::now().saturating_duration_since(at));
         let sec = (t as usize).min(secs.saturating_sub(1));
         offered[sec].fetch_add(1, Ordering::Relaxed);
-        let req = Request::get(uri.clone())
+        let req = Request::get("/")
             .header(REQUEST_ATTEMPT, "1")
             .header(REQUEST_TIMEOUT_MS, timeout_header.as_str())
             .body(Empty::new())
             .expect("valid request");
-        let (http, good, good_busy_ns) = (http.clone(), good.clone(), good_busy_ns.clone());
+        let (good, good_busy_ns) = (good.clone(), good_busy_ns.clone());
+        let call = send(req);
         tasks.spawn(async move {
-            let resp = tokio::time::timeout(plan.deadline, http.request(req)).await;
-            if let Ok(Ok(r)) = resp
-                && r.status().is_success()
+            let resp = tokio::time::timeout(plan.deadline, call).await;
+            if let Ok(Some((status, headers))) = resp
+                && status.is_success()
             {
                 good[sec].fetch_add(1, Ordering::Relaxed);
                 // No work can have taken longer than the deadline it was answered within.
-                let busy = service_of(r.headers(), plan.deadline).unwrap_or_default();
+                let busy = service_of(&headers, plan.deadline).unwrap_or_default();
                 good_busy_ns.fetch_add(busy.as_nanos() as u64, Ordering::Relaxed);
             }
         });

@@ -128,10 +128,15 @@ async fn run_all(
         }
         let (config, of) = (stack.as_str(), params.stacks.len());
         progress(&LabProgress::Starting { config, index: i, of, duration: params.duration });
-        let m = run_stack(params, stack, launcher, pg, &mut |info| {
-            progress(&LabProgress::StackUp(info))
-        })
-        .await?;
+        let m = match launcher {
+            Launcher::Virtual(v) => crate::vlab::run_stack(params, stack, *v).await?,
+            _ => {
+                run_stack(params, stack, launcher, pg, &mut |info| {
+                    progress(&LabProgress::StackUp(info))
+                })
+                .await?
+            }
+        };
         let (run, f) = to_run(params, &m);
         progress(&LabProgress::Finished { config, run: &run });
         runs.push(run);
@@ -162,6 +167,10 @@ pub fn run_lab_blocking(
     launcher: &Launcher,
     progress: impl FnMut(&LabProgress<'_>),
 ) -> Result<Option<LabOutcome>, LabError> {
+    if let Launcher::Virtual(_) = launcher {
+        // One thread and a paused clock: deterministic, and as fast as the CPU allows.
+        return crate::vlab::runtime()?.block_on(run_lab(params, launcher, progress)).map(Some);
+    }
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     rt.block_on(async {
         tokio::select! {

@@ -14,6 +14,27 @@ use crate::config::FaultSpec;
 use crate::node::stats::StatsSnapshot;
 use crate::prom;
 
+/// A node's counters from its two pages: the server side from `GET /lab/stats` (`stats`), the
+/// client layer's attempts, retries and budget refusals from its Prometheus page
+/// (`GET /metrics`, when it answered 200). `base` names the node in errors.
+pub fn snapshot_of(
+    base: &str,
+    stats: &[u8],
+    metrics: Option<&[u8]>,
+) -> Result<StatsSnapshot, LabError> {
+    let mut s: StatsSnapshot = serde_json::from_slice(stats)
+        .map_err(|e| LabError::Http(format!("{base}/lab/stats: {e}")))?;
+    if let Some(page) = metrics {
+        use seawall::metrics::names;
+        let page = prom::Page::parse(&String::from_utf8_lossy(page))
+            .map_err(|e| LabError::Http(format!("{base}/metrics: {e}")))?;
+        s.attempts_sent = page.counter(names::CLIENT_ATTEMPTS);
+        s.retries_sent = page.counter(names::CLIENT_RETRIES);
+        s.budget_refusals = page.counter(names::CLIENT_RETRY_OVERFLOW);
+    }
+    Ok(s)
+}
+
 /// A small client for the nodes' `/lab/…` endpoints.
 #[derive(Debug, Clone)]
 pub struct Admin {
@@ -60,18 +81,8 @@ impl Admin {
     /// retries and budget refusals from its Prometheus page, `GET /metrics`.
     pub async fn stats(&self, base: &str) -> Result<StatsSnapshot, LabError> {
         let (_, body) = self.send(Method::GET, format!("{base}/lab/stats")).await?;
-        let mut s: StatsSnapshot = serde_json::from_slice(&body)
-            .map_err(|e| LabError::Http(format!("{base}/lab/stats: {e}")))?;
         let (status, page) = self.send(Method::GET, format!("{base}/metrics")).await?;
-        if status == 200 {
-            use seawall::metrics::names;
-            let page = prom::Page::parse(&String::from_utf8_lossy(&page))
-                .map_err(|e| LabError::Http(format!("{base}/metrics: {e}")))?;
-            s.attempts_sent = page.counter(names::CLIENT_ATTEMPTS);
-            s.retries_sent = page.counter(names::CLIENT_RETRIES);
-            s.budget_refusals = page.counter(names::CLIENT_RETRY_OVERFLOW);
-        }
-        Ok(s)
+        snapshot_of(base, &body, (status == 200).then_some(&page[..]))
     }
 
     /// The order service's PostgreSQL pool counters (`GET /lab/backend`).

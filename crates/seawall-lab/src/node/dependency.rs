@@ -11,7 +11,10 @@
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// The runtime's clock, not the wall's: the same on a real runtime, virtual under the virtual lab.
+use tokio::time::Instant;
 
 use axum::Router;
 use axum::extract::{Path, Request, State};
@@ -173,7 +176,7 @@ impl Dependency {
         {
             // A hung dependency holds its worker without serving (the simulator's `hold`
             // outage: no capacity), so this wait is not busy time.
-            tokio::time::sleep_until(f.until.into()).await;
+            tokio::time::sleep_until(f.until).await;
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
             self.stats.doomed();

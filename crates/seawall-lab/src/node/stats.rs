@@ -3,7 +3,10 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// The runtime's clock, not the wall's: the same on a real runtime, virtual under the virtual lab.
+use tokio::time::Instant;
 
 use serde::{Deserialize, Serialize};
 

@@ -75,14 +75,30 @@ impl Tier {
                 let url = spec.downstream.as_deref().ok_or_else(|| {
                     LabError::bad_input("downstream", "a tier needs a downstream URL")
                 })?;
-                (Downstream::new(url, http_client(), spec.role, spec.stack, spec.seed)?, None)
+                return Self::over(spec, url, http_client());
             }
         };
+        Ok(Self::assemble(spec, down, backend))
+    }
+
+    /// A tier for `spec` whose downstream calls go to `inner` (labelled `url`): the process
+    /// lab's HTTP client, or the virtual lab's link ([`crate::vlab`]). The layers, handler and
+    /// routes are the same either way.
+    pub fn over(
+        spec: &NodeSpec,
+        url: &str,
+        inner: super::client::Inner,
+    ) -> Result<Arc<Self>, LabError> {
+        let down = Downstream::new(url, inner, spec.role, spec.stack, spec.seed)?;
+        Ok(Self::assemble(spec, down, None))
+    }
+
+    fn assemble(spec: &NodeSpec, down: Downstream, backend: Option<Arc<PgBackend>>) -> Arc<Self> {
         let mut registry = Registry::default();
         down.metrics().register(&mut registry);
         let layers = ServerMetrics::new();
         layers.register(&mut registry);
-        Ok(Arc::new(Tier {
+        Arc::new(Tier {
             stack: spec.stack,
             down,
             stats: Arc::default(),
@@ -90,7 +106,7 @@ impl Tier {
             registry,
             backend,
             admission: Arc::new(Control::new()),
-        }))
+        })
     }
 
     /// The control of the tier's retry policy, which `--fleet` drives.
