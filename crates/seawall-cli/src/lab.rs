@@ -87,6 +87,14 @@ pub(crate) struct Args {
     /// printed when each stack is up and written to OUT/nodes.json.
     #[arg(long, value_name = "SECONDS")]
     hold: Option<f64>,
+    /// Run the stack in memory on a virtual clock instead of as processes on loopback: the same
+    /// tiers, layers and dependency, linked with a one-way latency (`--latency-us`), faster
+    /// than real time, not capped by this machine's cores, and byte-identical for one seed.
+    #[arg(long = "virtual", conflicts_with_all = ["target", "file", "backend", "fleet", "hold"])]
+    virtual_lab: bool,
+    /// With --virtual: each link's one-way latency, microseconds.
+    #[arg(long, value_name = "US", default_value_t = seawall_lab::vlab::DEFAULT_LATENCY.as_micros() as u64, requires = "virtual_lab")]
+    latency_us: u64,
     /// Write results.json (measured), sim.json (predicted) and report.html (both) here.
     #[arg(long, default_value = "out/lab")]
     out: PathBuf,
@@ -284,8 +292,21 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let params = params(&args)?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
-    let exe = std::env::current_exe().context("locating the seawall binary")?;
-    let launcher = Launcher::Process { exe, args: vec!["lab-node".into()] };
+    let launcher = if args.virtual_lab {
+        anyhow::ensure!(
+            args.latency_us <= 1_000_000,
+            "--latency-us: at most 1000000 (1 s), got {}",
+            args.latency_us
+        );
+        Launcher::Virtual(seawall_lab::vlab::VirtualParams {
+            latency: Duration::from_micros(args.latency_us),
+            ..Default::default()
+        })
+    } else {
+        let exe = std::env::current_exe().context("locating the seawall binary")?;
+        Launcher::Process { exe, args: vec!["lab-node".into()] }
+    };
+    let wall = std::time::Instant::now();
     let Some(out) = seawall_lab::run_lab_blocking(&params, &launcher, |p| match p {
         LabProgress::Starting { config, duration, .. } => {
             eprintln!("seawall lab: running {config} for {duration:?}");
@@ -316,6 +337,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             .collect();
         let pg = serde_json::to_string_pretty(&pg).context("postgres.json")?;
         std::fs::write(args.out.join("postgres.json"), pg).context("writing postgres.json")?;
+    }
+    if args.virtual_lab {
+        let simulated = params.duration.as_secs_f64() * params.stacks.len() as f64;
+        eprintln!(
+            "seawall lab --virtual: {simulated:.0} s of virtual time in {:.1} s of wall time",
+            wall.elapsed().as_secs_f64()
+        );
     }
     let html = seawall_report::render_html_compare(&out.results, &out.predicted);
     std::fs::write(args.out.join("report.html"), html).context("writing report.html")?;

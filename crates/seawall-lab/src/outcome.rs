@@ -100,6 +100,13 @@ pub async fn run_lab(
     }
     let (runs, figures, postgres) = measured?;
     let mut results = to_results(params, runs);
+    if let Launcher::Virtual(v) = launcher {
+        results.description = format!(
+            "virtual lab (the same tiers in memory on a paused clock, links {} µs one way): {}",
+            v.latency.as_micros(),
+            results.description
+        );
+    }
     if pg.is_some() {
         results.description.push_str(&pg_summary(&results, &figures));
     }

@@ -220,11 +220,11 @@ pub async fn run_stack(
     stack: Stack,
     v: VirtualParams,
 ) -> Result<Measured, LabError> {
-    if params.backend.is_some() || params.fleet.is_some() || params.nodes_file.is_some() {
+    if params.backend.is_some() || params.fleet.is_some() {
         return Err(LabError::bad_input(
             "--virtual",
             "the virtual lab runs the built-in dependency with nothing outside the process: \
-             no --backend, --fleet or --hold",
+             no --backend or --fleet (and no nodes to reach: --hold has nothing to hold)",
         ));
     }
     let in_flight = Arc::new(InFlight::default());
