@@ -213,7 +213,7 @@ async fn row(nodes: &Nodes, prev: Option<&Vec<StatsSnapshot>>) -> Vec<StatsSnaps
 }
 
 /// Runs `stack` under `params` on the current runtime, whose clock must be paused
-/// ([`run_blocking`] makes such a runtime), and returns the same measurements as
+/// ([`runtime`] makes such a runtime), and returns the same measurements as
 /// [`crate::run::run_stack`].
 pub async fn run_stack(
     params: &LabParams,
