@@ -181,6 +181,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read {}", path.display()))?;
     let mut runs: Vec<(String, Vec<seawall_detect::Sample>, Option<f64>)> = Vec::new();
+    // For a results.json: each run's verdict from the one judgement (`seawall_report::verdict`),
+    // the same sentence `simulate` and `lab` print, under its interval timeline.
+    let mut judged: Vec<Option<String>> = Vec::new();
     if text.trim_start().starts_with('{') {
         let results: seawall_report::Results = serde_json::from_str(&text)
             .with_context(|| format!("{} is not a seawall results.json", path.display()))?;
@@ -191,14 +194,16 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         for r in chosen {
             runs.push((r.policy.clone(), seawall_detect::samples_from_run(r), trigger_end));
+            judged.push(Some(r.sentence()));
         }
     } else {
         let samples = seawall_detect::samples_from_csv(&text)
             .with_context(|| format!("in {}", path.display()))?;
         runs.push((path.display().to_string(), samples, None));
+        judged.push(None);
     }
     let mut stdout = String::new();
-    for (name, samples, trigger_end) in runs {
+    for ((name, samples, trigger_end), sentence) in runs.into_iter().zip(judged) {
         let mut c = Classifier::new(thresholds.clone());
         if let Some(t) = trigger_end {
             c.set_trigger_end(t);
@@ -216,6 +221,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         } else {
             stdout.push_str(&timeline(&name, &verdicts));
+            if let Some(sentence) = sentence {
+                stdout.push_str(&format!("verdict: {sentence}\n"));
+            }
         }
     }
     print!("{stdout}");

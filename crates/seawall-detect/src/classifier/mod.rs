@@ -234,7 +234,13 @@ impl Classifier {
         }
         let ep = *ep;
         let mut ev = Vec::new();
-        let after_trigger = self.trigger_end.is_some_and(|end| s.t >= end + self.th.grace_s);
+        // Metastable is the trigger's own episode outliving it: an episode that began after the
+        // system had come back from the trigger is a new one, whatever it turns out to be.
+        let began =
+            [ep.edge_onset, ep.error_onset, ep.amp_onset].into_iter().flatten().fold(s.t, f64::min);
+        let after_trigger = self
+            .trigger_end
+            .is_some_and(|end| s.t >= end + self.th.grace_s && began < end + self.th.grace_s);
         let kind = if amplified {
             ev.push(format!(
                 "attempts per call {:.2} = {:.1}× the baseline {:.2}",

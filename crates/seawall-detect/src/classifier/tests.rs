@@ -96,3 +96,25 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn a_new_dip_after_the_system_came_back_is_not_metastable() {
+    // The trigger ends at 20 s, the system is back by 22 s; a 2 s dip at 41 s (a burst above
+    // capacity) is a new episode, not the trigger's outliving it. The control: the same dip
+    // with the trigger's episode never ending is metastable.
+    let mut c = Classifier::new(Thresholds::default());
+    c.set_trigger_end(20.0);
+    let mut xs = steady(15);
+    xs.extend((15..21).map(|i| s(i as f64, 100.0, 0.0, 100.0)));
+    xs.extend((21..41).map(|i| s(i as f64, 100.0, 100.0, 100.0)));
+    xs.extend((41..43).map(|i| s(i as f64, 110.0, 70.0, 110.0)));
+    xs.extend((43..50).map(|i| s(i as f64, 100.0, 100.0, 100.0)));
+    let v = run(&mut c, &xs);
+    assert!(!v.contains(&VerdictKind::Metastable), "{v:?}");
+
+    let mut c = Classifier::new(Thresholds::default());
+    c.set_trigger_end(20.0);
+    let mut xs = steady(15);
+    xs.extend((15..43).map(|i| s(i as f64, 100.0, 0.0, 100.0)));
+    assert_eq!(*run(&mut c, &xs).last().unwrap(), VerdictKind::Metastable);
+}
