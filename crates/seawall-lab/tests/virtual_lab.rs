@@ -55,6 +55,9 @@ fn one_seed_gives_byte_identical_results() {
         ..LabParams::default()
     };
     let a = run_virtual(&params, VirtualParams::default()).unwrap().results.to_json();
+    // A paused clock starts where the wall clock is: start the second run at another phase of
+    // it (what a loaded machine does by itself), so the result cannot depend on when it ran.
+    std::thread::sleep(Duration::from_millis(337));
     let b = run_virtual(&params, VirtualParams::default()).unwrap().results.to_json();
     assert!(a == b, "two runs of one seed differ");
     let other = LabParams { seed: 99, ..params };

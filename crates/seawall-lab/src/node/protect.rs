@@ -12,6 +12,8 @@
 //! the layers turn away is still one that reached the node, and the simulator counts a tier's
 //! attempts at its door in the same way.
 
+// The runtime's clock: the wall clock on a real runtime, virtual time in the virtual lab.
+use seawall_tower::time::TokioClock;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
@@ -35,9 +37,12 @@ pub fn protect<S: Clone + Send + Sync + 'static>(
     let cap = NonZeroUsize::new(max_in_flight.max(1)).expect("at least 1");
     let router = router
         .route_layer(
-            ShedLayer::new(cap).with_admission(admission.clone()).with_metrics(metrics.clone()),
+            ShedLayer::new(cap)
+                .with_admission(admission.clone())
+                .with_metrics(metrics.clone())
+                .with_clock(TokioClock),
         )
-        .route_layer(DeadlineLayer::new().with_metrics(metrics.clone()));
+        .route_layer(DeadlineLayer::new().with_metrics(metrics.clone()).with_clock(TokioClock));
     count_arrivals(router, stats)
 }
 
@@ -70,7 +75,10 @@ pub fn observe<S: Clone + Send + Sync + 'static>(
 ) -> Router<S> {
     let cap = NonZeroUsize::new(NO_CAP).expect("nonzero");
     let router = router.route_layer(
-        ShedLayer::new(cap).with_admission(admission.clone()).with_metrics(metrics.clone()),
+        ShedLayer::new(cap)
+            .with_admission(admission.clone())
+            .with_metrics(metrics.clone())
+            .with_clock(TokioClock),
     );
     count_arrivals(router, stats)
 }

@@ -227,6 +227,16 @@ pub async fn run_stack(
              no --backend or --fleet (and no nodes to reach: --hold has nothing to hold)",
         ));
     }
+    // The core's windows slot time by its absolute reading, and a paused runtime's clock
+    // starts wherever the wall clock was when it was built. Starting every run on a whole hour
+    // of that clock (a free wait on a paused clock) puts every slot boundary at the same
+    // offset from the run's start, whenever and however often the run is made.
+    {
+        use seawall::time::Clock;
+        const ALIGN_NS: u64 = 3_600_000_000_000;
+        let now = seawall_tower::time::TokioClock.now().as_nanos();
+        tokio::time::sleep(Duration::from_nanos(ALIGN_NS - now % ALIGN_NS)).await;
+    }
     let in_flight = Arc::new(InFlight::default());
     let nodes = build(params, stack, v, &in_flight)?;
     let plan = LoadPlan {
@@ -319,6 +329,14 @@ pub async fn run_stack(
     fault?;
     let drained = row(&nodes, ticks.last()).await;
     ticks.push(drained);
+    // Each node's `at_s` counts from the first reading in this process; from this run's first
+    // reading instead, so the figures do not depend on what ran before in the same process.
+    for tier in 0..ticks.first().map_or(0, Vec::len) {
+        let origin = ticks[0][tier].at_s;
+        for row in &mut ticks {
+            row[tier].at_s -= origin;
+        }
+    }
     Ok(Measured { stack: Some(stack), load, ticks, pg: Vec::new(), cpu: Vec::new() })
 }
 
