@@ -35,8 +35,8 @@ pub enum Launcher {
     },
     /// Each node is a thread of this process with its own tokio runtime (tests).
     InProcess,
-    /// No node is started: the stack runs in memory on a virtual clock ([`crate::vlab`]).
-    Virtual(crate::vlab::VirtualParams),
+    /// No node is started: the stack runs in memory on a virtual clock (the `vlab` module).
+    Virtual(crate::config::VirtualParams),
 }
 
 /// A running node. Dropping it stops the node.
@@ -110,7 +110,7 @@ impl Launcher {
             }
             Launcher::Virtual(_) => Err(LabError::node(
                 name,
-                "the virtual lab starts no node: its stack runs in memory (crate::vlab)",
+                "the virtual lab starts no node: its stack runs in memory",
             )),
             Launcher::InProcess => {
                 let (port_tx, port_rx) = oneshot::channel();

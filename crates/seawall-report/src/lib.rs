@@ -19,4 +19,5 @@ pub use results::{Fault, Hedging, Results, Run, Series, Source};
 pub use table::{render_hedging, render_notes, render_table};
 pub use verdict::{Judgement, NotJudged, Verdict, judge};
 pub mod html;
+mod numbers;
 pub mod table;

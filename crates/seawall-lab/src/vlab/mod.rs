@@ -65,38 +65,7 @@ use crate::node::tier::{self, Tier};
 use crate::node::{NodeSpec, Role, admin};
 use crate::run::Measured;
 
-/// One-way latency of a link when none is given: a same-zone hop.
-pub const DEFAULT_LATENCY: Duration = Duration::from_micros(250);
-
-/// What a virtual run may use before it stops with an error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Budget {
-    /// Requests in flight on every link together.
-    pub max_in_flight: u64,
-    /// Wall time of the whole run.
-    pub max_wall: Duration,
-}
-
-impl Default for Budget {
-    fn default() -> Self {
-        Budget { max_in_flight: 200_000, max_wall: Duration::from_secs(600) }
-    }
-}
-
-/// The virtual lab's settings beyond [`LabParams`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct VirtualParams {
-    /// One-way latency of every link.
-    pub latency: Duration,
-    /// The run's bounds.
-    pub budget: Budget,
-}
-
-impl Default for VirtualParams {
-    fn default() -> Self {
-        VirtualParams { latency: DEFAULT_LATENCY, budget: Budget::default() }
-    }
-}
+pub use crate::config::{Budget, DEFAULT_LATENCY, VirtualParams};
 
 /// Requests in flight on the links, and the highest count seen.
 #[derive(Debug, Default)]

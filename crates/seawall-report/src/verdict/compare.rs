@@ -1,7 +1,7 @@
 //! Configurations side by side: what the verdicts alone do not say.
 
 use super::Verdict;
-use crate::table::{pct, printable};
+use crate::numbers::{pct, printable};
 use crate::{Results, Run};
 
 /// Goodput during the fault differs by at least this much (5 percentage points) before a

@@ -2,7 +2,7 @@
 //! legend under it. Every tool prints these and nothing else for a verdict.
 
 use super::{Judgement, MIN_REQUESTS_BEFORE, MOST, NotJudged, SUSTAIN_S, TOLERANCE, Verdict};
-use crate::table::{number, pct, secs};
+use crate::numbers::{number, pct, secs};
 
 /// Whether a verdict is good news, bad news, or neither (not judged).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
