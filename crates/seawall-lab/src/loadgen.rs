@@ -39,6 +39,16 @@ pub struct LoadPlan {
 }
 
 impl LoadPlan {
+    /// The plan of a lab run: its rate (ramped to `ramp_to` if given), duration and deadline.
+    pub fn of(params: &crate::LabParams) -> Self {
+        LoadPlan {
+            rate: params.rate,
+            rate_end: params.ramp_to.unwrap_or(params.rate),
+            duration: params.duration,
+            deadline: params.deadline,
+        }
+    }
+
     /// The rate at `t` seconds from the start.
     fn rate_at(&self, t: f64) -> f64 {
         let f = (t / self.duration.as_secs_f64()).clamp(0.0, 1.0);

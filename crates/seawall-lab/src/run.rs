@@ -219,12 +219,7 @@ pub async fn run_stack(
     // The order service (third node) reports its PostgreSQL pool as the bottom tier.
     let backend_of = pg.map(|_| urls[2].clone());
     let admin = Admin::default();
-    let plan = LoadPlan {
-        rate: params.rate,
-        rate_end: params.ramp_to.unwrap_or(params.rate),
-        duration: params.duration,
-        deadline: params.deadline,
-    };
+    let plan = LoadPlan::of(params);
     let secs = params.duration.as_secs_f64().ceil() as u64;
     let start = Instant::now();
 

@@ -105,14 +105,18 @@ impl tower::Service<Request<Empty<Bytes>>> for Link {
             let n = in_flight.now.fetch_add(1, Ordering::Relaxed) + 1;
             in_flight.peak.fetch_max(n, Ordering::Relaxed);
             let _leave = Leave(in_flight);
-            tokio::time::sleep(latency).await;
+            if !latency.is_zero() {
+                tokio::time::sleep(latency).await;
+            }
             let (parts, _) = req.into_parts();
             let resp = to.oneshot(Request::from_parts(parts, Body::empty())).await;
             let resp = match resp {
                 Ok(r) => r,
                 Err(never) => match never {},
             };
-            tokio::time::sleep(latency).await;
+            if !latency.is_zero() {
+                tokio::time::sleep(latency).await;
+            }
             let (parts, _) = resp.into_parts();
             Ok(Response::from_parts(parts, ()))
         })
@@ -208,28 +212,18 @@ pub async fn run_stack(
     }
     let in_flight = Arc::new(InFlight::default());
     let nodes = build(params, stack, v, &in_flight)?;
-    let plan = LoadPlan {
-        rate: params.rate,
-        rate_end: params.ramp_to.unwrap_or(params.rate),
-        duration: params.duration,
-        deadline: params.deadline,
-    };
+    let plan = LoadPlan::of(params);
     let secs = params.duration.as_secs_f64().ceil() as u64;
     let start = tokio::time::Instant::now();
     let wall = std::time::Instant::now();
-    let edge = nodes.apps[0].clone();
-    let edge_flight = in_flight.clone();
+    // The generator reaches the edge through a link of its own (no latency: the load is
+    // measured at the edge), so in-flight counting and the call are the tiers' own.
+    let edge =
+        Link { to: nodes.apps[0].clone(), latency: Duration::ZERO, in_flight: in_flight.clone() };
     let load = loadgen::run_with(plan, move |req| {
-        let (edge, flight) = (edge.clone(), edge_flight.clone());
+        let call = edge.clone().oneshot(req);
         async move {
-            let n = flight.now.fetch_add(1, Ordering::Relaxed) + 1;
-            flight.peak.fetch_max(n, Ordering::Relaxed);
-            let _leave = Leave(flight);
-            let (parts, _) = req.into_parts();
-            let resp = match edge.oneshot(Request::from_parts(parts, Body::empty())).await {
-                Ok(r) => r,
-                Err(never) => match never {},
-            };
+            let resp = call.await.ok()?;
             Some((resp.status(), resp.headers().clone()))
         }
     });
