@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use seawall_detect::{Classifier, Thresholds, Verdict, VerdictKind};
+use seawall_detect::{Baseline, Classifier, Thresholds, Verdict, VerdictKind};
 
 mod live;
 mod postgres;
@@ -16,7 +16,10 @@ mod traces;
 pub(crate) enum Metrics {
     /// seawall's own layers (`seawall_…`).
     Seawall,
-    /// gRPC's OpenTelemetry metrics (gRFC A66): `grpc_client_attempt_started_total`, ….
+    /// gRPC's OpenTelemetry metrics (gRFC A66): `grpc_client_attempt_started_total` and
+    /// `grpc_client_call_duration_seconds_count`. Stock grpcio-observability 1.85 does not
+    /// export the call duration: add `CLIENT_RPC_DURATION` to its `base_metrics()` (see the
+    /// error's text), or give `--query edge=PROMQL`.
     Grpc,
     /// Envoy's cluster statistics: `envoy_cluster_upstream_rq_total`, ….
     Envoy,
@@ -113,9 +116,24 @@ pub(crate) struct Args {
     /// overflow, queue_age (repeatable).
     #[arg(long = "query", value_name = "NAME=PROMQL")]
     queries: Vec<String>,
-    /// The window of every `rate(…[W])` (at least two of Prometheus's scrape intervals).
-    #[arg(long, value_name = "DURATION", default_value = "1m")]
+    /// The window of every `rate(…[W])`. `auto`: 4 × the longest `scrape_interval` the
+    /// Prometheus server is configured with (asked at `/api/v1/status/config`; Grafana's
+    /// `$__rate_interval` uses the same 4 ×, so a window always holds several scrapes), or 1m
+    /// when the server does not say. Intervals before the first full window are not judged.
+    #[arg(long, value_name = "DURATION", default_value = "auto")]
     rate_window: String,
+    /// When the trigger ended (the fault was fixed, the deploy rolled back): seconds from the
+    /// start of the series, or RFC 3339 with `--prometheus`. A failure that persists past it
+    /// (plus 10 s of grace) is `metastable`; without it a long storm stays `retry_storm` and
+    /// says so. A results.json's recorded fault window gives it (unless `--blind`).
+    #[arg(long, value_name = "WHEN")]
+    trigger_end: Option<String>,
+    /// Learn the baseline from this window instead of the first `--warmup` seconds:
+    /// `FROM..TO`, each seconds from the start of the series or RFC 3339 with `--prometheus`
+    /// (e.g. `2026-03-01T08:00:00Z..2026-03-01T08:30:00Z`, a quiet half hour before the
+    /// incident).
+    #[arg(long, value_name = "FROM..TO")]
+    baseline: Option<String>,
     /// Replay the last DURATION (e.g. `1h`, `90m`) from Prometheus instead of watching.
     #[arg(long, value_name = "DURATION", requires = "prometheus", conflicts_with_all = ["from", "to"])]
     last: Option<String>,
@@ -154,6 +172,15 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--warmup must be a non-negative number of seconds");
     }
     let thresholds = Thresholds { warmup_s: args.warmup, ..Thresholds::default() };
+    if args.prometheus.is_none() {
+        // Checked before anything runs, whatever the source: a typo is an error, not ignored.
+        if let Some(w) = &args.trigger_end {
+            when("--trigger-end", w, None)?;
+        }
+        if let Some(b) = &args.baseline {
+            baseline_window(b, None)?;
+        }
+    }
     if let Some(url) = &args.postgres {
         return postgres::run(&args, url);
     }
@@ -203,10 +230,21 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         judged.push(None);
     }
     let mut stdout = String::new();
+    let given_end =
+        args.trigger_end.as_deref().map(|w| when("--trigger-end", w, None)).transpose()?;
     for ((name, samples, trigger_end), sentence) in runs.into_iter().zip(judged) {
         let mut c = Classifier::new(thresholds.clone());
-        if let Some(t) = trigger_end {
+        if let Some(t) = given_end.or(trigger_end) {
             c.set_trigger_end(t);
+        }
+        if let Some(spec) = &args.baseline {
+            let (from, to) = baseline_window(spec, None)?;
+            let inside: Vec<_> =
+                samples.iter().copied().filter(|s| s.t >= from && s.t < to).collect();
+            let b = Baseline::of(&inside).with_context(|| {
+                format!("--baseline {spec}: no edge traffic in that window of {name}")
+            })?;
+            c.set_baseline(b);
         }
         let verdicts: Vec<Verdict> = samples.into_iter().map(|s| c.push(s)).collect();
         if args.json {
@@ -228,6 +266,40 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     print!("{stdout}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// A moment named on the command line: seconds from the start of the series (`35`, `35.5`),
+/// or RFC 3339 when the series has a wall-clock start (`t0`, Unix seconds).
+pub(super) fn when(flag: &str, text: &str, t0: Option<f64>) -> anyhow::Result<f64> {
+    let text = text.trim();
+    if let Ok(secs) = text.parse::<f64>()
+        && secs.is_finite()
+        && secs.abs() <= 1e9
+    {
+        return Ok(secs);
+    }
+    match (seawall_detect::prometheus::time::parse_rfc3339(text), t0) {
+        (Some(unix), Some(t0)) => Ok(unix - t0),
+        (Some(_), None) => anyhow::bail!(
+            "{flag} {text:?}: this series has no wall-clock start; give seconds from its start"
+        ),
+        (None, _) => anyhow::bail!(
+            "{flag} {text:?}: expected seconds from the start of the series (e.g. 35) or RFC \
+             3339 (e.g. 2026-03-01T09:00:00Z)"
+        ),
+    }
+}
+
+/// `--baseline FROM..TO`, each a [`when`]; `FROM` before `TO`.
+pub(super) fn baseline_window(spec: &str, t0: Option<f64>) -> anyhow::Result<(f64, f64)> {
+    let (from, to) = spec.split_once("..").with_context(|| {
+        format!("--baseline {spec:?}: expected FROM..TO, e.g. 0..30 or RFC 3339..RFC 3339")
+    })?;
+    let (from, to) = (when("--baseline", from, t0)?, when("--baseline", to, t0)?);
+    if from >= to {
+        anyhow::bail!("--baseline {spec:?}: FROM must be before TO");
+    }
+    Ok((from, to))
 }
 
 /// One interval of a timeline: judged, or not judged because its data cannot be trusted.

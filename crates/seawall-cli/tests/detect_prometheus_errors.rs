@@ -13,7 +13,17 @@ const EMPTY: &str = r#"{"status":"success","data":{"resultType":"vector","result
 const NAN: &str = r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1700000000,"NaN"]}]}}"#;
 
 fn detect(url: &str) -> std::process::Output {
-    seawall(&["detect", "--prometheus", url, "--max-intervals", "1", "--interval", "0.1"])
+    seawall(&[
+        "detect",
+        "--prometheus",
+        url,
+        "--caller",
+        "job=\"orders\"",
+        "--max-intervals",
+        "1",
+        "--interval",
+        "0.1",
+    ])
 }
 
 #[test]
@@ -54,11 +64,18 @@ fn bad_answers_exit_2_with_the_reason() {
         vec!["--from", "yesterday", "--to", "2026-01-01T00:00:00Z"],
         vec!["--last", "1y"],
     ] {
-        let mut a = vec!["detect", "--prometheus", &base];
+        let mut a = vec!["detect", "--prometheus", &base, "--caller", "job=\"orders\""];
         a.extend(bad_flags.iter().copied());
         let out = seawall(&a);
         assert_eq!(out.status.code(), Some(2), "{a:?}: {}", text(&out));
+        assert!(!text(&out).contains("cannot judge"), "{a:?}: {}", text(&out));
     }
+    // seawall's own names without the callers' series cannot show a storm's abandoned
+    // attempts: no verdict, the reason and the fix instead (before any query is sent).
+    let out =
+        seawall(&["detect", "--prometheus", &format!("{base}/empty"), "--max-intervals", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("cannot judge retry storms") && text(&out).contains("--caller"));
 }
 
 #[test]

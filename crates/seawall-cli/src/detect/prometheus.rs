@@ -6,17 +6,20 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
-use seawall_detect::dialect::QuerySet;
-use seawall_detect::prometheus::source::{Point, PromSource, SourceError};
+use seawall_detect::dialect::{Dialect, QuerySet};
+use seawall_detect::prometheus::source::{Point, Problem, PromSource, SourceError};
 use seawall_detect::prometheus::{PromApi, time};
 use seawall_detect::{Classifier, Thresholds, VerdictKind};
 
 use super::{Args, Entry};
 
-pub(super) fn run(args: &Args, thresholds: Thresholds) -> anyhow::Result<ExitCode> {
-    let queries = query_set(args)?;
-    if args.explain {
-        print!("{}", queries.explain());
+pub(super) fn run(args: &Args, mut thresholds: Thresholds) -> anyhow::Result<ExitCode> {
+    if args.explain && args.prometheus.is_none() {
+        let window = if args.rate_window == "auto" { "1m" } else { &args.rate_window };
+        if args.rate_window == "auto" {
+            println!("# --rate-window auto: 4 × the server's scrape interval; 1m without a server");
+        }
+        print!("{}", query_set(args, window)?.explain());
         return Ok(ExitCode::SUCCESS);
     }
     let Some(url) = &args.prometheus else { bail!("--explain or --prometheus URL") };
@@ -31,7 +34,36 @@ pub(super) fn run(args: &Args, thresholds: Thresholds) -> anyhow::Result<ExitCod
     } else {
         Duration::from_secs_f64(args.interval.clamp(1.0, 10.0))
     };
-    let source = PromSource::new(PromApi::new(url, timeout)?, queries);
+    let api = PromApi::new(url, timeout)?;
+    let (window, note) = rate_window(args, &api)?;
+    let queries = query_set(args, &window)?;
+    if args.explain {
+        if let Some(note) = note {
+            println!("# {note}");
+        }
+        print!("{}", queries.explain());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let own_dependency = args.queries.iter().any(|q| q.trim_start().starts_with("dependency"));
+    if queries.dialect == Dialect::Seawall && args.caller.trim().is_empty() && !own_dependency {
+        bail!(
+            "cannot judge retry storms from --metrics seawall without --caller: a server counts \
+             a request when it answers or rejects it, so the attempts its callers abandon while \
+             they wait (the bulk of a storm against a slow dependency) are in no series it \
+             exports, and any verdict would be a guess. Give --caller MATCHERS picking the \
+             callers' client series (seawall_client_attempt_started_total, e.g. \
+             --caller 'job=\"orders\"'), or --query dependency=PROMQL"
+        );
+    }
+    if let Some(note) = &note {
+        eprintln!("seawall: {note}");
+    }
+    // A rate over a window longer than the series' age extrapolates from less than a window of
+    // data: until the window is full — one step after the first rate exists, less than a
+    // window later — nothing is learned or judged.
+    let w = time::parse_duration(&window).unwrap_or(0.0);
+    thresholds.settle_s = (w - args.interval).max(0.0);
+    let source = PromSource::new(api, queries);
     if !args.json {
         for w in source.queries().weaknesses() {
             println!("# weaker ({}): {}", source.queries().dialect.as_str(), w.text);
@@ -40,18 +72,87 @@ pub(super) fn run(args: &Args, thresholds: Thresholds) -> anyhow::Result<ExitCod
     if replay { replay_window(args, &source, thresholds) } else { live(args, &source, thresholds) }
 }
 
-fn query_set(args: &Args) -> anyhow::Result<QuerySet> {
+/// `--rate-window`: as given, or for `auto` 4 × the server's longest scrape interval (clamped
+/// to 1 s ..= 1 h), with a note saying which.
+fn rate_window(args: &Args, api: &PromApi) -> anyhow::Result<(String, Option<String>)> {
+    if args.rate_window != "auto" {
+        return Ok((args.rate_window.clone(), None));
+    }
+    Ok(match api.scrape_interval() {
+        Ok(Some(si)) => {
+            let w = (4.0 * si).clamp(1.0, 3600.0);
+            let text =
+                if w.fract() == 0.0 { format!("{w:.0}s") } else { format!("{:.0}ms", w * 1000.0) };
+            let note = format!("rate window {text}: 4 × the server's scrape interval of {si} s");
+            (text, Some(note))
+        }
+        Ok(None) => (
+            "4m".into(),
+            Some("rate window 4m: the server names no scrape_interval (default 1m)".into()),
+        ),
+        Err(e) => (
+            "1m".into(),
+            Some(format!(
+                "rate window 1m: could not read the server's scrape interval ({e}); give \
+                 --rate-window"
+            )),
+        ),
+    })
+}
+
+fn query_set(args: &Args, window: &str) -> anyhow::Result<QuerySet> {
     let mut q = QuerySet::with_caller(
         args.metrics.dialect(),
         &args.edge,
         &args.dependency,
         &args.caller,
-        &args.rate_window,
+        window,
     )?;
     for spec in &args.queries {
         q.override_with(spec)?;
     }
     Ok(q)
+}
+
+/// A classifier for a series starting at `t0` (Unix seconds): wall-clock times in its evidence,
+/// `--trigger-end`, and `--baseline` (from `points` when they cover it, else a range query).
+fn classifier(
+    args: &Args,
+    source: &PromSource,
+    th: Thresholds,
+    t0: f64,
+    points: &[Point],
+) -> anyhow::Result<Classifier> {
+    let mut c = Classifier::new(th);
+    c.set_origin_unix(t0);
+    if let Some(w) = &args.trigger_end {
+        c.set_trigger_end(super::when("--trigger-end", w, Some(t0))?);
+    }
+    if let Some(spec) = &args.baseline {
+        let (from, to) = super::baseline_window(spec, Some(t0))?;
+        let (from, to) = (t0 + from, t0 + to);
+        if to > now_unix() {
+            bail!("--baseline {spec}: the window must be in the past");
+        }
+        let covered = points.first().is_some_and(|p| p.unix <= from)
+            && points.last().is_some_and(|p| p.unix >= to);
+        let fetched;
+        let pts = if covered {
+            points
+        } else {
+            fetched = source.range(from, to, args.interval.max((to - from) / 1000.0))?;
+            &fetched[..]
+        };
+        let good: Vec<_> = pts
+            .iter()
+            .filter(|p| p.problems.is_empty() && p.unix >= from && p.unix < to)
+            .map(|p| p.sample)
+            .collect();
+        let b = seawall_detect::Baseline::of(&good)
+            .with_context(|| format!("--baseline {spec}: no edge traffic in that window"))?;
+        c.set_baseline(b);
+    }
+    Ok(c)
 }
 
 fn now_unix() -> f64 {
@@ -86,7 +187,7 @@ fn unsure_why(p: &Point) -> String {
 fn replay_window(args: &Args, source: &PromSource, th: Thresholds) -> anyhow::Result<ExitCode> {
     let (start, end) = window(args)?;
     let points = source.range(start, end, args.interval)?;
-    let mut c = Classifier::new(th);
+    let mut c = classifier(args, source, th, start, &points)?;
     let mut entries = Vec::with_capacity(points.len());
     for p in &points {
         entries.push(if p.problems.is_empty() {
@@ -95,7 +196,6 @@ fn replay_window(args: &Args, source: &PromSource, th: Thresholds) -> anyhow::Re
             Entry::Unsure { t: p.sample.t, why: unsure_why(p) }
         });
     }
-    let unsure = entries.iter().filter(|e| matches!(e, Entry::Unsure { .. })).count();
     let mut out = String::new();
     if args.json {
         for (p, e) in points.iter().zip(&entries) {
@@ -103,27 +203,38 @@ fn replay_window(args: &Args, source: &PromSource, th: Thresholds) -> anyhow::Re
         }
     } else {
         let name = format!(
-            "{} ({}), {:.0} s from unix {start:.0}, every {} s",
+            "{} ({}), {:.0} s from {}, every {} s",
             source.api().url(),
             source.queries().dialect.as_str(),
             end - start,
+            time::format_rfc3339(start),
             args.interval
         );
         out.push_str(&super::timeline_of(&name, &entries));
     }
     print!("{out}");
-    Ok(finish(unsure))
+    let unsure = entries.iter().filter(|e| matches!(e, Entry::Unsure { .. })).count();
+    Ok(finish(entries.len() - unsure, unsure))
 }
 
-/// Exit 2 when some intervals were not judged: the verdicts printed are not the whole story.
-fn finish(unsure: usize) -> ExitCode {
+/// Exit 0 when some intervals were judged (the others are `unsure` lines, counted on stderr);
+/// exit 2 when none could be: there is no verdict to act on.
+fn finish(judged: usize, unsure: usize) -> ExitCode {
     if unsure == 0 {
         return ExitCode::SUCCESS;
     }
+    if judged == 0 {
+        eprintln!(
+            "seawall: no interval could be judged ({unsure} without trustworthy data: see the \
+             `unsure` lines)"
+        );
+        return ExitCode::from(2);
+    }
     eprintln!(
-        "seawall: {unsure} interval(s) not judged: their data cannot be trusted (see the `unsure` lines)"
+        "seawall: {judged} interval(s) judged, {unsure} not (their data cannot be trusted: see \
+         the `unsure` lines)"
     );
-    ExitCode::from(2)
+    ExitCode::SUCCESS
 }
 
 fn json_line(p: &Point, e: &Entry) -> anyhow::Result<String> {
@@ -144,16 +255,6 @@ fn json_line(p: &Point, e: &Entry) -> anyhow::Result<String> {
 fn live(args: &Args, source: &PromSource, th: Thresholds) -> anyhow::Result<ExitCode> {
     let every = Duration::from_secs_f64(args.interval);
     let t0 = now_unix();
-    // The first evaluation decides whether the questions make sense at all: an empty selector
-    // match or an API error now is a usage error, not a gap.
-    let first = source.at(t0, t0)?;
-    if let Some(p) = first.problems.iter().find_map(|p| match p {
-        seawall_detect::prometheus::source::Problem::NoData(s) => Some(*s),
-        _ => None,
-    }) {
-        let query = source.queries().query(p).unwrap_or("").to_string();
-        return Err(SourceError::NoMatch { signal: p, query }.into());
-    }
     if !args.json {
         eprintln!(
             "watching {} ({}), every {:.1} s; Ctrl-C stops",
@@ -162,34 +263,42 @@ fn live(args: &Args, source: &PromSource, th: Thresholds) -> anyhow::Result<Exit
             args.interval
         );
     }
-    let mut c = Classifier::new(th);
+    let mut c = classifier(args, source, th, t0, &[])?;
     let mut out = std::io::stdout().lock();
-    let (mut n, mut unsure) = (0u64, 0usize);
+    let (mut n, mut judged, mut unsure) = (0u64, 0usize, 0usize);
     let mut next = Instant::now();
-    let mut point = Some(first);
     while args.max_intervals.is_none_or(|max| n < max) {
+        if n > 0 {
+            next += every;
+            std::thread::sleep(next.saturating_duration_since(Instant::now()));
+        }
         n += 1;
-        let p = match point.take() {
-            Some(p) => p,
-            None => {
-                next += every;
-                std::thread::sleep(next.saturating_duration_since(Instant::now()));
-                match source.at(now_unix(), t0) {
-                    Ok(p) => p,
-                    Err(e) => {
-                        eprintln!("seawall: query failed (interval {n} not judged): {e}");
-                        unsure += 1;
-                        continue;
-                    }
-                }
+        let p = match source.at(now_unix(), t0) {
+            Ok(p) => p,
+            // The questions themselves are wrong (a parse error, a query answering several
+            // series): no later interval will do better.
+            Err(
+                e @ (SourceError::NotOneSeries { .. }
+                | SourceError::Api {
+                    error: seawall_detect::prometheus::ApiError::Prometheus { .. },
+                    ..
+                }),
+            ) => return Err(e.into()),
+            Err(e) => {
+                eprintln!("seawall: query failed (interval {n} not judged): {e}");
+                unsure += 1;
+                continue;
             }
         };
         let entry = if p.problems.is_empty() {
+            judged += 1;
             Entry::Judged(c.push(p.sample))
+        } else if judged == 0 && p.problems.iter().all(|x| matches!(x, Problem::NoData(_))) {
+            Entry::Unsure { t: p.sample.t, why: waiting_why(source, &p) }
         } else {
-            unsure += 1;
             Entry::Unsure { t: p.sample.t, why: unsure_why(&p) }
         };
+        unsure += usize::from(matches!(entry, Entry::Unsure { .. }));
         let line = if args.json { json_line(&p, &entry)? } else { text_line(&p, &entry) };
         if let Err(e) = out.write_all(line.as_bytes()).and_then(|()| out.flush()) {
             if e.kind() == std::io::ErrorKind::BrokenPipe {
@@ -198,7 +307,26 @@ fn live(args: &Args, source: &PromSource, th: Thresholds) -> anyhow::Result<Exit
             return Err(e.into());
         }
     }
-    Ok(finish(unsure))
+    Ok(finish(judged, unsure))
+}
+
+/// Before the first data: which signal matches nothing yet, and how to check the question.
+fn waiting_why(source: &PromSource, p: &Point) -> String {
+    let missing: Vec<String> = p
+        .problems
+        .iter()
+        .filter_map(|x| match x {
+            Problem::NoData(s) => Some(
+                SourceError::NoMatch {
+                    signal: *s,
+                    query: source.queries().query(*s).unwrap_or("").to_string(),
+                }
+                .to_string(),
+            ),
+            _ => None,
+        })
+        .collect();
+    format!("waiting for data: {}", missing.join("; "))
 }
 
 fn text_line(p: &Point, e: &Entry) -> String {

@@ -68,6 +68,8 @@ pub(crate) fn page(path: &str, t: f64, T_FAULT: f64) -> Option<String> {
         "# TYPE seawall_server_throughput_total counter\n\
          seawall_server_throughput_total{{tier=\"edge\"}} {edge:.3}\n\
          seawall_server_throughput_total{{tier=\"dep\"}} {dep:.3}\n\
+         # TYPE seawall_client_attempt_started_total counter\n\
+         seawall_client_attempt_started_total{{tier=\"caller\"}} {dep:.3}\n\
          # TYPE seawall_server_goodput_total counter\n\
          seawall_server_goodput_total{{tier=\"edge\"}} {good:.3}\n"
     ))

@@ -59,6 +59,8 @@
 //!   (`{attempt}`) and `grpc.client.call.duration` (seconds, attribute `grpc.status`); the
 //!   OpenTelemetry Prometheus exporter turns them into `grpc_client_attempt_started_total` and
 //!   `grpc_client_call_duration_seconds_count`. The call count is taken when a call *ends*.
+//!   Stock grpcio-observability (1.85) leaves `grpc.client.call.duration` out of its default
+//!   metric set, so the edge's series is missing: see [`GRPC_CALL_DURATION_FIX`].
 //! - **Envoy**: the admin endpoint `/stats/prometheus` exports `cluster.<name>.upstream_rq_total`
 //!   as `envoy_cluster_upstream_rq_total{envoy_cluster_name="<name>"}`; the default tag
 //!   extraction turns `upstream_rq_5xx` / `upstream_rq_2xx` into
@@ -70,6 +72,18 @@
 //!   (`http.request.resend_count`), so the client duration count is an attempt count.
 
 mod table;
+
+/// The gRPC dialect's edge series: calls, counted when they end (gRFC A66's
+/// `grpc.client.call.duration` through the OpenTelemetry Prometheus exporter).
+pub const GRPC_CALL_DURATION_COUNT: &str = "grpc_client_call_duration_seconds_count";
+
+/// What to do when [`GRPC_CALL_DURATION_COUNT`] is missing: stock grpcio-observability 1.85
+/// measures `grpc.client.call.duration` but leaves it out of its default metric set.
+pub const GRPC_CALL_DURATION_FIX: &str = "stock grpcio-observability (1.85) does not export \
+    grpc.client.call.duration: add it to the plugin's metric set before registering it \
+    (`from grpc_observability import _open_telemetry_measures as m; base = m.base_metrics(); \
+    m.base_metrics = lambda: base + [m.CLIENT_RPC_DURATION]`), or count calls yourself and give \
+    `--query edge=PROMQL`";
 
 use std::fmt;
 

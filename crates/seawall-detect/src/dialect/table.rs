@@ -84,7 +84,7 @@ pub(super) fn build(d: Dialect, e: &str, dep: &str, caller: &str, w: &str) -> (P
         }
         Dialect::Grpc => {
             let (e, dep) = (or(e, dep), or(dep, e));
-            let calls = "grpc_client_call_duration_seconds_count";
+            let calls = super::GRPC_CALL_DURATION_COUNT;
             let attempts = "grpc_client_attempt_started_total";
             let q = vec![
                 (Edge, rate(calls, &[e], w)),

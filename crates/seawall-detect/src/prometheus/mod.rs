@@ -126,7 +126,36 @@ impl PromApi {
         self.get("/api/v1/query_range", &params, true)
     }
 
+    /// The longest `scrape_interval` in the server's configuration (`/api/v1/status/config`),
+    /// in seconds: what a rate window must span several of. `Ok(None)` when the configuration
+    /// names none (Prometheus's default, 1 m, then applies).
+    pub fn scrape_interval(&self) -> Result<Option<f64>, ApiError> {
+        let (status, text) = self.fetch("/api/v1/status/config", &[])?;
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| ApiError::NotJson(format!("HTTP {status}: {e}")))?;
+        let yaml = v.pointer("/data/yaml").and_then(|y| y.as_str()).ok_or_else(|| {
+            ApiError::NotJson(format!("HTTP {status}: no data.yaml in the config answer"))
+        })?;
+        Ok(max_scrape_interval(yaml))
+    }
+
     fn get(&self, path: &str, params: &[(&str, String)], matrix: bool) -> Result<Answer, ApiError> {
+        let (status, text) = self.fetch(path, params)?;
+        // Prometheus sends its error bodies with 400 (bad_data), 422 (execution) and 503
+        // (timeout, unavailable): read the body first, the status only when it is not the API's.
+        match json::parse_answer(&text, matrix) {
+            Ok(a) if status == 200 => Ok(a),
+            Ok(_) => Err(ApiError::Status(status)),
+            Err(e @ ApiError::Prometheus { .. }) => Err(e),
+            Err(ApiError::NotJson(m)) if status != 200 => {
+                Err(ApiError::NotJson(format!("HTTP {status}: {m}")))
+            }
+            Err(_) if status != 200 => Err(ApiError::Status(status)),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn fetch(&self, path: &str, params: &[(&str, String)]) -> Result<(u16, String), ApiError> {
         let query: String = form_urlencoded::Serializer::new(String::new())
             .extend_pairs(params.iter().map(|(k, v)| (*k, v.as_str())))
             .finish();
@@ -155,19 +184,50 @@ impl PromApi {
         })?;
         let text = String::from_utf8(body.to_vec())
             .map_err(|_| ApiError::NotJson("the answer is not UTF-8".into()))?;
-        // Prometheus sends its error bodies with 400 (bad_data), 422 (execution) and 503
-        // (timeout, unavailable): read the body first, the status only when it is not the API's.
-        match json::parse_answer(&text, matrix) {
-            Ok(a) if status == 200 => Ok(a),
-            Ok(_) => Err(ApiError::Status(status)),
-            Err(e @ ApiError::Prometheus { .. }) => Err(e),
-            Err(ApiError::NotJson(m)) if status != 200 => {
-                Err(ApiError::NotJson(format!("HTTP {status}: {m}")))
-            }
-            Err(_) if status != 200 => Err(ApiError::Status(status)),
-            Err(e) => Err(e),
-        }
+        Ok((status, text))
     }
+}
+
+/// The longest `scrape_interval:` value in a Prometheus configuration's YAML (global or per
+/// job), in seconds. A line scan, not a YAML parser: the server writes its configuration back
+/// in its own canonical form, one `key: value` a line, durations such as `15s` or `1m30s`.
+///
+/// ```
+/// use seawall_detect::prometheus::max_scrape_interval;
+/// let yaml = "global:\n  scrape_interval: 15s\nscrape_configs:\n- job_name: a\n  scrape_interval: 1m30s\n";
+/// assert_eq!(max_scrape_interval(yaml), Some(90.0));
+/// assert_eq!(max_scrape_interval("global: {}\n"), None);
+/// ```
+pub fn max_scrape_interval(yaml: &str) -> Option<f64> {
+    yaml.lines()
+        .filter_map(|l| l.trim().strip_prefix("scrape_interval:"))
+        .filter_map(|v| prom_duration(v.trim().trim_matches(|c| c == '"' || c == '\'')))
+        .reduce(f64::max)
+}
+
+/// A Prometheus duration (`1h30m`, `15s`, `500ms`: units y w d h m s ms, largest first), in
+/// seconds; `None` when malformed or zero.
+fn prom_duration(s: &str) -> Option<f64> {
+    const UNITS: [(&str, f64); 7] = [
+        ("ms", 0.001),
+        ("y", 365.0 * 86_400.0),
+        ("w", 7.0 * 86_400.0),
+        ("d", 86_400.0),
+        ("h", 3600.0),
+        ("m", 60.0),
+        ("s", 1.0),
+    ];
+    let mut rest = s;
+    let mut total = 0.0;
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let n: u64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let (unit, secs) = UNITS.iter().find(|(u, _)| rest.starts_with(u))?;
+        total += n as f64 * secs;
+        rest = &rest[unit.len()..];
+    }
+    (total > 0.0 && total.is_finite()).then_some(total)
 }
 
 /// An error with its sources (hyper's top-level message alone is "client error (Connect)").
@@ -180,4 +240,32 @@ fn chain(e: &dyn std::error::Error) -> String {
         src = s.source();
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prometheus_durations() {
+        assert_eq!(prom_duration("1m30s"), Some(90.0));
+        assert_eq!(prom_duration("500ms"), Some(0.5));
+        assert_eq!(prom_duration("1h"), Some(3600.0));
+        for bad in ["", "0s", "1", "s", "1.5s", "1x", "-1s", " 1s"] {
+            assert_eq!(prom_duration(bad), None, "{bad}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_config_text_is_read_without_panic(yaml in "(\\PC{0,30}\n){0,8}") {
+            let _ = max_scrape_interval(&yaml);
+        }
+
+        #[test]
+        fn composed_durations_add_up(h in 0u64..48, m in 0u64..60, s in 1u64..60) {
+            let text = format!("{h}h{m}m{s}s");
+            proptest::prop_assert_eq!(prom_duration(&text), Some((h * 3600 + m * 60 + s) as f64));
+        }
+    }
 }

@@ -82,12 +82,18 @@ impl fmt::Display for SourceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SourceError::Api { signal, error } => write!(f, "{}: {error}", signal.as_str()),
-            SourceError::NoMatch { signal, query } => write!(
-                f,
-                "{}: no series match `{query}`: check the selector and the dialect \
-                 (`seawall detect --explain` prints every query)",
-                signal.as_str()
-            ),
+            SourceError::NoMatch { signal, query } => {
+                write!(
+                    f,
+                    "{}: no series match `{query}`: check the selector and the dialect \
+                     (`seawall detect --explain` prints every query)",
+                    signal.as_str()
+                )?;
+                if query.contains(crate::dialect::GRPC_CALL_DURATION_COUNT) {
+                    write!(f, "; {}", crate::dialect::GRPC_CALL_DURATION_FIX)?;
+                }
+                Ok(())
+            }
             SourceError::NotOneSeries { signal, series, query } => write!(
                 f,
                 "{}: `{query}` answered {series} series where one number is needed: wrap it in \

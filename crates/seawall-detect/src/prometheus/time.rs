@@ -93,9 +93,41 @@ pub fn parse_rfc3339(s: &str) -> Option<f64> {
     Some((days * 86_400 + h * 3600 + mi * 60 + sec - offset) as f64 + frac)
 }
 
+/// Formats Unix seconds as RFC 3339 in UTC, to the second (`2026-03-01T09:00:00Z`): the
+/// wall-clock time a verdict's evidence names. Howard Hinnant's civil_from_days, the inverse of
+/// [`parse_rfc3339`].
+///
+/// ```
+/// use seawall_detect::prometheus::time::format_rfc3339;
+/// assert_eq!(format_rfc3339(951_868_800.4), "2000-03-01T00:00:00Z");
+/// ```
+pub fn format_rfc3339(unix: f64) -> String {
+    // Clamped to years 0000..=9999 so the four-digit year stays four digits.
+    let secs = unix.floor().clamp(-62_167_219_200.0, 253_402_300_799.0) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn format_inverts_parse(secs in -62_167_219_200i64..253_402_300_799) {
+            let text = format_rfc3339(secs as f64);
+            proptest::prop_assert_eq!(parse_rfc3339(&text), Some(secs as f64), "{}", text);
+        }
+    }
 
     #[test]
     fn known_instants() {
