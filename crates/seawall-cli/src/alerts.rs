@@ -54,6 +54,16 @@ pub(crate) struct Args {
     /// not given).
     #[arg(long, value_name = "JOB", default_value = "dependency")]
     dependency_job: String,
+    /// The label naming each client in the per-client alerts (attempts per call, retry
+    /// overflow, queue age): one storming client among many pages even when the fleet's ratio
+    /// stays low. `job` (the label Prometheus adds at scrape time), or e.g. `instance`,
+    /// `service`.
+    #[arg(long, value_name = "LABEL", default_value = "job")]
+    by: String,
+    /// The value of every alert's `call_path` label (default `EDGE -> DEPENDENCY`, from the
+    /// selectors), so that two call paths' alerts are told apart.
+    #[arg(long, value_name = "NAME")]
+    call_path: Option<String>,
     /// The callers' timeout in seconds: queued work older than this is already dead.
     #[arg(long, value_name = "S", default_value_t = 1.0)]
     caller_timeout: f64,
@@ -69,6 +79,18 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         {
             anyhow::bail!("job name {job:?}: use letters, digits and _-.:/ only");
         }
+    }
+    let label_name = |l: &str| {
+        l.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    if !label_name(&args.by) {
+        anyhow::bail!("--by {:?}: a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*)", args.by);
+    }
+    if let Some(p) = &args.call_path
+        && (p.is_empty() || p.len() > 200 || p.chars().any(char::is_control))
+    {
+        anyhow::bail!("--call-path: 1 to 200 printable characters");
     }
     check_selector(&args.edge)?;
     check_selector(&args.dependency)?;
@@ -92,6 +114,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         edge_job: args.edge_job,
         dependency_job: args.dependency_job,
         caller_timeout_s: args.caller_timeout,
+        by: args.by,
+        call_path: args.call_path.unwrap_or_default(),
         ..AlertConfig::default()
     };
     let mut text = match args.format {

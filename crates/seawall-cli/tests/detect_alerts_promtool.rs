@@ -28,6 +28,19 @@ const CASES: &[(&str, &[&str], &str)] = &[
         "seawall_client_attempt_started_total{job=\"orders\"}[1m]",
     ),
     ("grpc", &[], "grpc_client_attempt_started_total"),
+    // Per client by another label, on a named call path: the unit tests expect both labels.
+    (
+        "grpc",
+        &[
+            "--edge",
+            "job=\"orders\",instance=\"a\"",
+            "--by",
+            "instance",
+            "--call-path",
+            "orders -> inventory",
+        ],
+        "instance=\"a\"",
+    ),
     (
         "grpc",
         &["--dependency", "grpc_method=\"orders.Orders/Get\""],

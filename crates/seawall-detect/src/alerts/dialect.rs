@@ -20,6 +20,11 @@ fn offset(expr: &str, ago: &str) -> String {
     expr.replace(&format!("[{WINDOW}]"), &format!("[{WINDOW}] offset {ago}"))
 }
 
+/// `expr` with every `sum(` grouped by `by`: one series per client.
+fn per_client(expr: &str, by: &str) -> String {
+    expr.replace("sum(", &format!("sum by ({by}) ("))
+}
+
 /// The alerts the dialect supports (see the [module docs](super)), as rules.
 pub(super) fn rules(c: &AlertConfig) -> Vec<Rule> {
     let Some(q) = queries(c) else { return Vec::new() };
@@ -27,48 +32,56 @@ pub(super) fn rules(c: &AlertConfig) -> Vec<Rule> {
         return Vec::new();
     };
     let name = c.dialect.as_str();
+    // gRPC's and Envoy's two counts are one client's: judged per client. Istio's and OTel
+    // HTTP's are two services' (their ratio is a fan-out): judged for the path as a whole.
+    let one_client = matches!(c.dialect, Dialect::Grpc | Dialect::Envoy);
+    let (edge, dep) = if one_client {
+        (per_client(edge, &c.by), per_client(dep, &c.by))
+    } else {
+        (edge.to_string(), dep.to_string())
+    };
+    let who =
+        if one_client { format!("{name} {{{{ $labels.{} }}}}", c.by) } else { name.to_string() };
     let ratio = format!("({dep}) / ({edge})");
     let mut out = Vec::new();
-    if matches!(c.dialect, Dialect::Grpc | Dialect::Envoy) {
-        out.push(Rule {
-            name: "SeawallRetryAmplification",
-            expr: format!("{ratio} > {}", c.amplification),
-            hold: "2m",
-            severity: "page",
-            summary: format!(
-                "{name}: more than {} attempts per logical call: retries are multiplying load",
-                c.amplification
-            ),
-        });
+    if one_client {
+        out.extend(super::rules::amplification(c, &ratio, &who));
     }
     out.push(Rule {
         name: "SeawallDependencyToEdgeRatioUp",
         expr: format!(
             "{ratio} > {amp} * (({}) / ({}))\nand\n({edge}) < {flat} * ({})",
-            offset(dep, "10m"),
-            offset(edge, "10m"),
-            offset(edge, "10m"),
+            offset(&dep, "10m"),
+            offset(&edge, "10m"),
+            offset(&edge, "10m"),
             amp = c.amplification,
             flat = c.edge_flat,
         ),
         hold: "2m",
         severity: "page",
         summary: format!(
-            "{name}: requests reaching the dependency per edge request rose {}x in 10 minutes \
+            "{who}: requests reaching the dependency per edge request rose {}x in 10 minutes \
              while the edge stayed flat: a retry storm, not a traffic spike",
             c.amplification
         ),
+        delay: "2m after the ratio over the last minute passes its level 10 minutes earlier, \
+                plus up to one evaluation interval"
+            .into(),
+        per_client: one_client,
     });
     if let Some(ov) = q.query(Signal::Overflow) {
+        let ov = if one_client { per_client(ov, &c.by) } else { ov.to_string() };
         out.push(Rule {
             name: "SeawallRetryOverflowRising",
-            expr: format!("({ov}) > 0\nand\n({ov}) > ({})", offset(ov, "5m")),
+            expr: format!("({ov}) > 0\nand\n({ov}) > ({})", offset(&ov, "5m")),
             hold: "2m",
             severity: "ticket",
             summary: format!(
-                "{name}: retries refused for overflow are rising: the dependency is failing; \
+                "{who}: retries refused for overflow are rising: the dependency is failing; \
                  the retry budget is holding the storm back"
             ),
+            delay: "2m after the refusals start, plus up to one evaluation interval".into(),
+            per_client: one_client,
         });
     }
     out
@@ -97,7 +110,7 @@ pub fn dialect_rules(c: &AlertConfig) -> String {
             head.push_str(&format!("# weaker: {}\n", w.text));
         }
     }
-    render(&head, &format!("seawall-{}", c.dialect.as_str()), &rules(c))
+    render(&head, &format!("seawall-{}", c.dialect.as_str()), &c.path(), &rules(c))
 }
 
 /// The dashboard for `c.dialect` (for [`Dialect::Seawall`], [`super::grafana_dashboard`]):

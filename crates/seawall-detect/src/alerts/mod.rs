@@ -6,7 +6,10 @@
 //! request was eventually succeeding after a retry. The alerts here watch what a storm changes
 //! first:
 //!
-//! 1. **attempts per logical call above 1.5 for 2 minutes** — the client's own multiplier;
+//! 1. **attempts per logical call above 1.5 for 2 minutes** — the client's own multiplier, for
+//!    each client (`by (job)`, or the label of [`AlertConfig::by`]): one storming client among
+//!    ten pages although the fleet's ratio stays near 1.3; the same above 1.5 for 15 seconds
+//!    is a `warning`, about two minutes sooner;
 //! 2. **the dependency-to-edge ratio up while the edge is flat** — more requests reach the bottom
 //!    than the users explain (the ratio worth putting on the first dashboard anyone opens);
 //! 3. **retry overflow rising** — budgets are refusing retries: the dependency is sick, and
@@ -28,8 +31,13 @@
 //! at scrape time; name the edge's and the dependency's jobs in [`AlertConfig`], or pick their
 //! series with any label matchers ([`AlertConfig::edge`], [`AlertConfig::dependency`]: the
 //! call-path alerts, the ratio and the queue age, then read those series). Attempts per call and
-//! retry overflow are each client's own, by `job`, for every client on the edge's selector
-//! when one is given (the edge's client layer: the one that owns the retries), else for all.
+//! retry overflow are each client's own, by `job` ([`AlertConfig::by`]), for every client on the
+//! edge's selector when one is given (the edge's client layer: the one that owns the retries),
+//! else for all.
+//!
+//! Every alert carries a `call_path` label (the edge and the dependency it watches, or
+//! [`AlertConfig::call_path`]) and a `delay` annotation: how long after the change it can fire
+//! (the 1 m rate window's share plus its `for:`, plus up to one evaluation interval).
 
 mod dialect;
 mod grafana;
@@ -71,6 +79,15 @@ pub struct AlertConfig {
     /// what they sent (a server does not count requests abandoned in its queue; see
     /// [`crate::dialect`]).
     pub caller: String,
+    /// The label that names each client in the per-client rules (default `job`, the label
+    /// Prometheus adds at scrape time; `instance` for one job of many replicas, or a label of
+    /// your own such as `service`). Attempts per call, retry overflow and the queue age are
+    /// judged `by` it, so one storming client among many pages even when the fleet's ratio
+    /// stays under the threshold.
+    pub by: String,
+    /// The value of every alert's `call_path` label (default: the edge's and the dependency's
+    /// selectors, `EDGE -> DEPENDENCY`), so two call paths' alerts are told apart.
+    pub call_path: String,
 }
 
 impl Default for AlertConfig {
@@ -86,6 +103,8 @@ impl Default for AlertConfig {
             edge: String::new(),
             dependency: String::new(),
             caller: String::new(),
+            by: "job".into(),
+            call_path: String::new(),
         }
     }
 }
@@ -135,13 +154,31 @@ impl AlertConfig {
         )
     }
 
-    /// Attempts per logical call by job, as PromQL.
+    /// Attempts per logical call by [`AlertConfig::by`], as PromQL.
     fn attempts_per_call(&self) -> String {
         format!(
-            "sum by (job) (rate({}{sel}[1m])) / sum by (job) (rate({}{sel}[1m]))",
+            "sum by ({by}) (rate({}{sel}[1m])) / sum by ({by}) (rate({}{sel}[1m]))",
             crate::names::CLIENT_ATTEMPTS,
             crate::names::CLIENT_CALLS,
+            by = self.by,
             sel = rules::braces(&self.edge),
+        )
+    }
+
+    /// The `call_path` label's value: [`AlertConfig::call_path`], or `EDGE -> DEPENDENCY`.
+    fn path(&self) -> String {
+        if !self.call_path.is_empty() {
+            return self.call_path.clone();
+        }
+        let name = |sel: &str, job: &str| match self.dialect {
+            Dialect::Seawall => selector_or_job(sel, job),
+            _ if sel.is_empty() => "*".to_string(),
+            _ => sel.to_string(),
+        };
+        format!(
+            "{} -> {}",
+            name(&self.edge, &self.edge_job),
+            name(&self.dependency, &self.dependency_job)
         )
     }
 }

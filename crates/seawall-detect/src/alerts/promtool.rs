@@ -170,24 +170,27 @@ fn series(c: &AlertConfig, r: &Rates) -> Result<Vec<(String, String)>, String> {
     })
 }
 
-/// The labels (besides severity) and summary an alert fires with in the storm.
+/// The client label's value (besides severity and call path) and the summary an alert fires
+/// with in the storm.
 fn expected(c: &AlertConfig, r: &Rule) -> (Option<String>, String) {
-    // The `job` of the series the rule groups `by (job)`: the selector's, or none in it.
-    let job_of = |sel: String| {
-        parse_matchers(&sel).ok()?.into_iter().find(|m| m.name == "job").map(|m| m.value)
+    // The value of the label the rule groups by: the selector's, or none in it.
+    let value_of = |sel: String| {
+        parse_matchers(&sel).ok()?.into_iter().find(|m| m.name == c.by).map(|m| m.value)
     };
-    let job = match (c.dialect, r.name) {
-        (Dialect::Seawall, "SeawallRetryAmplification" | "SeawallRetryOverflowRising") => {
-            job_of(c.edge_selector())
+    let or = |a: &str, b: &str| if a.is_empty() { b.to_string() } else { a.to_string() };
+    let value = match (c.dialect, r.name) {
+        _ if !r.per_client => None,
+        (Dialect::Seawall, "SeawallQueueOlderThanCallerTimeout") => {
+            value_of(c.dependency_selector())
         }
-        (Dialect::Seawall, "SeawallQueueOlderThanCallerTimeout") => job_of(c.dependency_selector()),
-        _ => None,
+        (Dialect::Seawall, _) => value_of(c.edge_selector()),
+        _ => value_of(or(&c.edge, &c.dependency)),
     };
     let summary = r
         .summary
-        .replace("{{ $labels.job }}", job.as_deref().unwrap_or(""))
+        .replace(&format!("{{{{ $labels.{} }}}}", c.by), value.as_deref().unwrap_or(""))
         .replace("{{ $value | printf \"%.2f\" }}", "4.00");
-    (job, summary)
+    (value, summary)
 }
 
 fn quote(s: &str) -> String {
@@ -232,19 +235,21 @@ pub fn promtool_tests(c: &AlertConfig, rule_file: &str) -> Result<String, String
                     let _ = writeln!(out, "        exp_alerts: []");
                     continue;
                 }
-                let (job, summary) = expected(c, r);
+                let (value, summary) = expected(c, r);
                 let _ = writeln!(
                     out,
                     "        exp_alerts:\n          - exp_labels:\n              severity: {}",
                     r.severity
                 );
-                if let Some(j) = job {
-                    let _ = writeln!(out, "              job: {}", quote(&j));
+                let _ = writeln!(out, "              call_path: {}", quote(&c.path()));
+                if let Some(v) = value {
+                    let _ = writeln!(out, "              {}: {}", c.by, quote(&v));
                 }
                 let _ = writeln!(
                     out,
-                    "            exp_annotations:\n              summary: {}",
-                    quote(&summary)
+                    "            exp_annotations:\n              summary: {}\n              delay: {}",
+                    quote(&summary),
+                    quote(&r.delay)
                 );
             }
         }
