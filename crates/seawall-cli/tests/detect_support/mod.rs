@@ -344,9 +344,42 @@ impl Prometheus {
         std::fs::rename(&tmp, self.dir.0.join("targets.json")).unwrap();
     }
 
+    /// A Prometheus scraping `jobs` (`(job, host:port)`, path `/metrics`) and evaluating the
+    /// rule file `rules` every second.
+    pub(crate) fn start_with_rules(rules: &str, jobs: &[(String, String)]) -> Prometheus {
+        let dir = TempDir::new("prometheus-rules");
+        let path = dir.0.join("rules.yml");
+        std::fs::write(&path, rules).unwrap();
+        let mut cfg = String::from(if jobs.is_empty() { "  []\n" } else { "" });
+        for (job, target) in jobs {
+            cfg.push_str(&format!(
+                "  - job_name: {job}\n    static_configs:\n      - targets: ['{target}']\n"
+            ));
+        }
+        cfg.push_str(&format!("rule_files: ['{}']\n", path.display()));
+        Prometheus::start_with(dir, &cfg)
+    }
+
+    /// An instant query's `data.result`, or `Null` when the server did not answer.
+    pub(crate) fn query(&self, query: &str) -> serde_json::Value {
+        let q: String = query
+            .bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect();
+        get(&self.addr, &format!("/api/v1/query?query={q}"))
+            .and_then(|b| serde_json::from_str::<serde_json::Value>(&b).ok())
+            .map_or(serde_json::Value::Null, |v| v["data"]["result"].clone())
+    }
+
     fn start_with(dir: TempDir, scrape_configs: &str) -> Prometheus {
         let mut cfg = String::from(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n",
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n  evaluation_interval: 1s\nscrape_configs:\n",
         );
         cfg.push_str(scrape_configs);
         let cfg_path = dir.0.join("prometheus.yml");

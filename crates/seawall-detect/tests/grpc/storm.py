@@ -9,7 +9,7 @@ OpenTelemetry MeterProvider whose PrometheusMetricReader serves them on METRICS_
 Prometheus scrapes them as grpc_client_attempt_started_total and
 grpc_client_call_duration_seconds_count.
 
-usage: storm.py METRICS_PORT TRIGGER SECONDS
+usage: storm.py METRICS_PORT TRIGGER SECONDS [CALLS_PER_SECOND]
 Stops by itself after SECONDS (and when its parent closes stdin).
 """
 
@@ -28,7 +28,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client import start_http_server
 
 METHOD = "/seawall.test.Orders/Get"
-RATE = 50  # calls per second
+RATE = 50  # calls per second (the default)
 
 SERVICE_CONFIG = json.dumps({
     "methodConfig": [{
@@ -46,6 +46,7 @@ SERVICE_CONFIG = json.dumps({
 
 def main():
     metrics_port, trigger, seconds = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+    rate = float(sys.argv[4]) if len(sys.argv) > 4 else RATE
     # grpcio-observability measures each call's duration (grpc.client.call.duration, gRFC A66)
     # but leaves it out of its default metric set ("not required yet" in 1.85): add it back,
     # so the plugin's own recorder exports it beside grpc.client.attempt.started.
@@ -81,7 +82,7 @@ def main():
     while time.monotonic() < end:
         pending.append(call.future(b"x", timeout=2.0))
         pending = [f for f in pending if not f.done()]
-        next_at += 1.0 / RATE
+        next_at += 1.0 / rate
         time.sleep(max(0.0, next_at - time.monotonic()))
     plugin.deregister_global()
     server.stop(0)
