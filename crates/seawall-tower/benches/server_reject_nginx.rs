@@ -24,7 +24,7 @@
 //! Each `ShedLayer` has one slot and no queue, and one request that never finishes holds the
 //! slot, so every other request is refused `503` + `Retry-After` by the layer (the handler
 //! never runs). Everything keeps connections alive. nginx's `503` carries its default HTML error
-//! page; seawall's has an empty body. Without nginx or wrk the bench says so and exits 0, or 1
+//! page; seawall's its static RFC 9457 problem body (`server::problem::OVERLOADED`). Without nginx or wrk the bench says so and exits 0, or 1
 //! when `SEAWALL_REQUIRE_EXTERNAL=1` (as `.ci/run` sets).
 
 #[path = "server_common/mod.rs"]
@@ -208,11 +208,17 @@ fn hanging() -> Router {
     )
 }
 
-/// The no-op's answer, byte for byte the layer's: `503`, `Retry-After: 1`, empty body.
+/// The no-op's answer, byte for byte the layer's: `503`, `Retry-After: 1`, the same static
+/// problem body.
 fn unavailable() -> axum::response::Response {
-    let mut res = axum::response::Response::new(axum::body::Body::empty());
+    let body = seawall_tower::server::problem::OVERLOADED;
+    let mut res = axum::response::Response::new(axum::body::Body::from(body));
     *res.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
     res.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+    res.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/problem+json"),
+    );
     res
 }
 

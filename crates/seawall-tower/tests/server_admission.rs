@@ -32,6 +32,9 @@ async fn run(knob: &Arc<Control>, n: u64) -> (u64, u64, ServerMetrics) {
         let resp = svc.ready().await.unwrap().call(Request::new(Body::new())).await.unwrap();
         if resp.status() == StatusCode::SERVICE_UNAVAILABLE {
             assert!(resp.headers().contains_key(http::header::RETRY_AFTER));
+            // A problem body a client can act on, with its stable type URI.
+            assert_eq!(resp.headers()[http::header::CONTENT_TYPE], "application/problem+json");
+            assert!(resp.body().contains("problem/index.html#overloaded"), "{}", resp.body());
             rejected += 1;
         }
     }

@@ -113,7 +113,11 @@ async fn without_a_principal_keyed_requests_are_refused_never_pooled() {
         assert_eq!(got.status, StatusCode::UNAUTHORIZED, "{}", got.body);
         assert_eq!(got.headers["content-type"], "application/problem+json");
         assert!(got.body.contains(r#""code":"idempotency-principal-missing""#), "{}", got.body);
-        assert!(got.body.contains(r#""type":"about:blank""#));
+        let uri = format!(
+            r#""type":"{}#idempotency-principal-missing""#,
+            seawall_tower::server::problem::TYPE_BASE
+        );
+        assert!(got.body.contains(&uri), "{}", got.body);
     }
     assert_eq!(n.load(Ordering::SeqCst), 0, "never executed without a principal");
     assert_eq!(metrics.snapshot().principal_missing, 2);

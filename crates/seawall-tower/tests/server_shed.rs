@@ -127,6 +127,11 @@ async fn request_with_30ms_left_is_not_started_when_the_queue_wait_exceeds_it() 
     let got = send(addr, doomed).await.expect("answered");
     let waited = t.elapsed();
     assert_eq!(got.status, StatusCode::GATEWAY_TIMEOUT);
+    // The outer DeadlineLayer cut it while its inner service (the queue) held it: from there the
+    // outcome is unknown, and the problem body says so.
+    assert_eq!(got.headers["content-type"], "application/problem+json");
+    let body = String::from_utf8_lossy(&got.body);
+    assert!(body.contains("#deadline-passed-while-running"), "{body}");
     assert!(
         waited < Duration::from_millis(150),
         "answered at its deadline, not after the queue: {waited:?}"

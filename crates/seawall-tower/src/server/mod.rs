@@ -38,6 +38,7 @@ pub mod admission;
 pub mod deadline;
 pub mod idempotency;
 pub mod metrics;
+pub mod problem;
 #[cfg(feature = "prometheus")]
 #[cfg_attr(docsrs, doc(cfg(feature = "prometheus")))]
 pub mod prometheus;

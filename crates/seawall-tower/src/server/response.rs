@@ -12,20 +12,23 @@ pub(crate) fn is_grpc(headers: &http::HeaderMap) -> bool {
     headers.get(header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"))
 }
 
-/// An empty-bodied response with `status`. For gRPC requests, HTTP 200 with `grpc_status`
-/// (a trailers-only response, as gRPC servers answer errors before any message).
-pub(crate) fn empty<B: Default>(
+/// A layer's own refusal: `status` with the problem body `problem` (a static string: no
+/// allocation). For gRPC requests, HTTP 200 with `grpc_status` and no body (a trailers-only
+/// response, as gRPC servers answer errors before any message).
+pub(crate) fn refuse<B: From<&'static str>>(
     status: StatusCode,
     grpc: bool,
     grpc_status: &'static str,
+    problem_body: &'static str,
 ) -> Response<B> {
-    let mut res = Response::new(B::default());
+    let mut res = Response::new(B::from(if grpc { "" } else { problem_body }));
     if grpc {
         res.headers_mut()
             .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
         res.headers_mut().insert("grpc-status", HeaderValue::from_static(grpc_status));
     } else {
         *res.status_mut() = status;
+        res.headers_mut().insert(header::CONTENT_TYPE, PROBLEM_JSON);
     }
     res
 }

@@ -12,7 +12,7 @@ use tokio::time::Sleep;
 
 use crate::propagate::Scoped;
 use crate::server::metrics::{RejectReason, ServerMetrics};
-use crate::server::response;
+use crate::server::{problem, response};
 
 pin_project! {
     #[project = KindProj]
@@ -58,7 +58,7 @@ impl<F, B> ResponseFuture<F, B> {
 impl<F, B, E> Future for ResponseFuture<F, B>
 where
     F: Future<Output = Result<Response<B>, E>>,
-    B: Default,
+    B: From<&'static str>,
 {
     type Output = Result<Response<B>, E>;
 
@@ -75,10 +75,11 @@ where
                     if let Some(m) = metrics {
                         m.reject(RejectReason::DeadlineExpired);
                     }
-                    return Poll::Ready(Ok(response::empty(
+                    return Poll::Ready(Ok(response::refuse(
                         StatusCode::GATEWAY_TIMEOUT,
                         *grpc,
                         "4",
+                        problem::DEADLINE_RUNNING,
                     )));
                 }
                 Poll::Pending

@@ -93,7 +93,7 @@ pub use time_left::{TimeLeft, time_left};
 
 use crate::propagate;
 use crate::server::metrics::{RejectReason, ServerMetrics};
-use crate::server::response;
+use crate::server::{problem, response};
 use crate::wire::{self, DeadlineClock, RequestDeadline};
 
 /// Reads the deadline of a request from its headers at `now`: the smaller of `Request-Timeout-Ms`
@@ -140,7 +140,7 @@ impl<S, C, ReqB, ResB> Service<Request<ReqB>> for DeadlineService<S, C>
 where
     S: Service<Request<ReqB>, Response = Response<ResB>>,
     C: Clock,
-    ResB: Default,
+    ResB: From<&'static str>,
 {
     type Response = Response<ResB>;
     type Error = S::Error;
@@ -159,10 +159,11 @@ where
                 Deadline::after(now, self.default.min(self.max))
             }
             Err(_) => {
-                return ResponseFuture::immediate(response::empty(
+                return ResponseFuture::immediate(response::refuse(
                     StatusCode::BAD_REQUEST,
                     grpc,
                     "3",
+                    problem::BAD_TIMEOUT,
                 ));
             }
         };
@@ -170,10 +171,11 @@ where
             if let Some(m) = &self.metrics {
                 m.reject(RejectReason::DeadlineExpired);
             }
-            return ResponseFuture::immediate(response::empty(
+            return ResponseFuture::immediate(response::refuse(
                 StatusCode::GATEWAY_TIMEOUT,
                 grpc,
                 "4",
+                problem::DEADLINE,
             ));
         }
         let stamped: RequestDeadline = self.stamp.stamp(deadline);

@@ -19,8 +19,8 @@ use super::key::{KeyError, StoreKey, fingerprint, parse_key, scope_of};
 use super::layer::Config;
 use super::lease::Lease;
 use super::metrics::Event;
-use super::problem as p;
 use super::store::{Begin, IdempotencyStore, StoredResponse};
+use crate::server::problem as p;
 use crate::server::response::problem;
 use crate::wire::{IDEMPOTENCY_KEY, RequestDeadline};
 

@@ -24,7 +24,8 @@
 //! | no principal ([`scope`]) | `401 Unauthorized`, not executed |
 //! | the store is unreachable, slow (over [`store_timeout`](IdempotencyLayer::store_timeout)) or full | `503` with a jittered `Retry-After`, and the handler does **not** run (fail closed) |
 //!
-//! Problem bodies are RFC 9457 `about:blank` problems with a stable `code` member.
+//! Problem bodies are RFC 9457 problems with a stable `type` URI and `code` member, listed with
+//! what a client should do in [`crate::server::problem`].
 //! Every outcome is counted in [`IdempotencyMetrics`].
 //!
 //! # The crash guarantee: at most once, and never silently
@@ -103,7 +104,7 @@ pub mod key;
 mod layer;
 mod lease;
 pub mod metrics;
-mod problem;
+
 pub mod scope;
 pub mod store;
 

@@ -130,7 +130,7 @@ impl<S: Service<Request<B>>, B, C: Clock> ResponseFuture<S, B, C> {
 impl<S, B, C, ResB> Future for ResponseFuture<S, B, C>
 where
     S: Service<Request<B>, Response = Response<ResB>>,
-    ResB: Default,
+    ResB: From<&'static str>,
     C: Clock,
 {
     type Output = Result<Response<ResB>, S::Error>;

@@ -10,8 +10,9 @@
 //! jittered `Retry-After` (gRPC: `UNAVAILABLE`).
 //!
 //! The reject path must be cheap, or rejecting becomes its own overload (Bronson et al. list slow
-//! error handling as a sustaining effect): it takes one short uncontended lock, builds an
-//! empty-bodied response from pre-built header values, and logs nothing.
+//! error handling as a sustaining effect): it takes one short uncontended lock, builds a
+//! response from pre-built header values and a static problem body
+//! ([`crate::server::problem`]: no allocation), and logs nothing.
 //!
 //! Every decision — the cap, the queue and its discipline (FIFO when healthy; CoDel + adaptive
 //! LIFO under standing delay; first attempts before retries, which queued first attempts evict),
@@ -52,7 +53,7 @@ pub use seawall::admission::{
 };
 
 use crate::server::metrics::{RejectReason, ServerMetrics};
-use crate::server::response;
+use crate::server::{problem, response};
 use crate::wire;
 
 /// The metrics' name for a core [`Reason`].
@@ -168,13 +169,20 @@ impl<C: Clock> Shared<C> {
         self.dispatch(&mut adm, now);
     }
 
-    /// The cheap rejection: the core's [`Rejection`] as an empty-bodied response with a
+    /// The cheap rejection: the core's [`Rejection`] as a static problem body with a
     /// pre-built `Retry-After`, no logging.
-    fn reject<B: Default>(&self, reason: Reason, grpc: bool) -> Response<B> {
+    fn reject<B: From<&'static str>>(&self, reason: Reason, grpc: bool) -> Response<B> {
         match Rejection::of(reason, &self.retry_after, &mut self.rng()) {
-            Rejection::DeadlineExceeded => response::empty(StatusCode::GATEWAY_TIMEOUT, grpc, "4"),
+            Rejection::DeadlineExceeded => {
+                response::refuse(StatusCode::GATEWAY_TIMEOUT, grpc, "4", problem::DEADLINE)
+            }
             Rejection::Unavailable { retry_after_secs } => {
-                let mut res = response::empty(StatusCode::SERVICE_UNAVAILABLE, grpc, "14");
+                let mut res = response::refuse(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    grpc,
+                    "14",
+                    problem::OVERLOADED,
+                );
                 let i = usize::from(retry_after_secs - self.retry_after.range().0);
                 if let Some(v) = self.retry_after_values.get(i) {
                     res.headers_mut().insert(header::RETRY_AFTER, v.clone());
@@ -220,7 +228,7 @@ impl<S: Clone, C> Clone for Shed<S, C> {
 impl<S, C, ReqB, ResB> Service<Request<ReqB>> for Shed<S, C>
 where
     S: Service<Request<ReqB>, Response = Response<ResB>> + Clone,
-    ResB: Default,
+    ResB: From<&'static str>,
     C: Clock,
 {
     type Response = Response<ResB>;
