@@ -131,7 +131,7 @@ async fn another_scope_never_sees_a_key_neither_replay_nor_422() {
     let n = Arc::new(AtomicU64::new(0));
     let svc = IdempotencyLayer::in_memory().layer(handler(n.clone(), Duration::ZERO));
     let as_user = |who: &str, b: &'static str| {
-        keyed("same").extension(Principal(who.into())).body(body(b)).unwrap()
+        keyed("same").extension(Principal::user(who)).body(body(b)).unwrap()
     };
     let a = call(&svc, as_user("alice", "1 EUR")).await;
     let same_body = call(&svc, as_user("bob", "1 EUR")).await;
@@ -148,13 +148,32 @@ async fn another_scope_never_sees_a_key_neither_replay_nor_422() {
     assert_eq!(n.load(Ordering::SeqCst), 3);
 }
 
+/// A cookie user `acme` and an API-key tenant `acme`, same key, same body: two principals, two
+/// executions, no replay across them. The control: the same kind twice is one scope (a replay).
+#[tokio::test(start_paused = true)]
+async fn two_auth_mechanisms_with_one_name_never_share_a_scope() {
+    let n = Arc::new(AtomicU64::new(0));
+    let svc = IdempotencyLayer::in_memory().layer(handler(n.clone(), Duration::ZERO));
+    let as_ = |p: Principal| keyed("order-9").extension(p).body(body("3 EUR")).unwrap();
+    let user = call(&svc, as_(Principal::user("acme"))).await;
+    let tenant = call(&svc, as_(Principal::of_kind("api-key", "acme"))).await;
+    for got in [&user, &tenant] {
+        assert_eq!(got.status, StatusCode::CREATED, "{}", got.body);
+        assert!(got.headers.get("idempotent-replayed").is_none(), "{}", got.body);
+    }
+    assert_eq!(n.load(Ordering::SeqCst), 2);
+    let again = call(&svc, as_(Principal::user("acme"))).await;
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    assert_eq!(n.load(Ordering::SeqCst), 2);
+}
+
 /// What an auth middleware does: resolve the credential to a stable principal.
 fn authenticate(req: &mut Request<TestBody>) {
     let user = match req.headers().get("authorization").and_then(|v| v.to_str().ok()) {
         Some("Bearer token-before-refresh" | "Bearer token-after-refresh") => "user-42",
         _ => return,
     };
-    req.extensions_mut().insert(Principal(user.into()));
+    req.extensions_mut().insert(Principal::user(user));
 }
 
 #[tokio::test(start_paused = true)]
@@ -180,7 +199,7 @@ async fn a_refreshed_token_keeps_the_scope_of_its_principal() {
 // ---------- 2. cancellation ----------
 
 fn tenant(b: http::request::Builder) -> http::request::Builder {
-    b.extension(Principal("t".into()))
+    b.extension(Principal::user("t"))
 }
 
 #[tokio::test(start_paused = true)]

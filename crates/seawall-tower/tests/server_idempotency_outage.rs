@@ -71,7 +71,7 @@ async fn a_black_holed_postgres_answers_503_within_the_store_timeout() {
     for i in 0..3 {
         let req = Request::post("/pay")
             .header("idempotency-key", format!("k{i}"))
-            .extension(Principal("t".into()))
+            .extension(Principal::user("t"))
             .body(Full::new(Bytes::from_static(b"10 EUR")))
             .unwrap();
         let t0 = Instant::now();

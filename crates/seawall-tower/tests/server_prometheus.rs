@@ -160,7 +160,7 @@ async fn scrape_idempotency_counters_and_pools() {
     let keyed = |principal: bool| {
         let mut b = Request::post("/pay").header("idempotency-key", "k1");
         if principal {
-            b = b.extension(Principal("tenant-a".into()));
+            b = b.extension(Principal::user("tenant-a"));
         }
         b.body(Full::new(Bytes::from_static(b"10 EUR"))).unwrap()
     };

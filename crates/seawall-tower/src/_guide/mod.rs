@@ -63,7 +63,7 @@
 //!             .with_default_timeout(Duration::from_secs(5))
 //!             .with_max_timeout(Duration::from_secs(30)),
 //!     );
-//! # let _ = (app, Principal("u1".into()));
+//! # let _ = (app, Principal::user("u1"));
 //! ```
 //!
 //! A handler that wants to know its time left (to skip optional work, say) asks for it: with the

@@ -72,7 +72,9 @@
 //!   request whose deadline passed in its queue), which release the key; only an outer
 //!   cancellation while a request waits in that queue is recorded outcome unknown.
 //! - **Scoping.** Keys are kept per principal, which the application supplies ([`scope`]):
-//!   by default the [`Principal`] your auth middleware inserts. Without one,
+//!   by default the [`Principal`] your auth middleware inserts (`Principal::user(id)`,
+//!   `Principal::tenant(id)`, or a kind of your own: two kinds never share a scope, so a
+//!   cookie user and an API-key tenant with one name cannot collide). Without one,
 //!   keyed requests are refused (`401`), never pooled in a shared scope. Two scopes never see
 //!   each other's keys (no replay, no `422`). The principal must be stable across a client's
 //!   retries: scope by the user or tenant id, not a token that can be refreshed.

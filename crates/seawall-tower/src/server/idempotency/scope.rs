@@ -36,15 +36,66 @@ use http::request::Parts;
 /// keyed request is refused with `401`).
 pub type ScopeFn = dyn Fn(&Parts) -> Option<Vec<u8>> + Send + Sync;
 
-/// The authenticated principal, as your auth middleware resolved it (a user or tenant id, not
-/// a credential). Insert it into the request extensions before the `IdempotencyLayer`.
+/// The authenticated principal, as your auth middleware resolved it: a kind and an id (a user
+/// id, a tenant id — not a credential). Insert it into the request extensions before the
+/// `IdempotencyLayer`.
+///
+/// The kind is part of the scope, so two authentication mechanisms cannot share keys by
+/// accident: a cookie user `acme` and an API-key tenant `acme` are two principals.
+///
+/// ```
+/// use seawall_tower::server::idempotency::scope::Principal;
+/// assert_ne!(Principal::user("acme"), Principal::tenant("acme"));
+/// assert_eq!(Principal::of_kind("api-key", "k-1").kind(), "api-key");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Principal(pub String);
+pub struct Principal {
+    kind: &'static str,
+    id: String,
+}
 
-/// The default scope: the [`Principal`] in the request extensions (an empty one counts as
+impl Principal {
+    /// A user, e.g. the subject of a session cookie or a token.
+    pub fn user(id: impl Into<String>) -> Principal {
+        Principal::of_kind("user", id)
+    }
+
+    /// A tenant (an organisation, an API customer).
+    pub fn tenant(id: impl Into<String>) -> Principal {
+        Principal::of_kind("tenant", id)
+    }
+
+    /// A principal of a kind of your own (`"api-key"`, `"service"`): principals of two kinds
+    /// never share a scope, whatever their ids.
+    pub fn of_kind(kind: &'static str, id: impl Into<String>) -> Principal {
+        Principal { kind, id: id.into() }
+    }
+
+    /// The kind (`user`, `tenant`, or yours).
+    pub fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    /// The id within its kind.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The scope bytes: the kind's length, the kind, the id — so no two (kind, id) pairs give
+    /// the same bytes.
+    fn scope(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(4 + self.kind.len() + self.id.len());
+        out.extend_from_slice(&(self.kind.len() as u32).to_be_bytes());
+        out.extend_from_slice(self.kind.as_bytes());
+        out.extend_from_slice(self.id.as_bytes());
+        out
+    }
+}
+
+/// The default scope: the [`Principal`] in the request extensions (an empty id counts as
 /// none).
 pub fn principal_scope(parts: &Parts) -> Option<Vec<u8>> {
-    parts.extensions.get::<Principal>().filter(|p| !p.0.is_empty()).map(|p| p.0.as_bytes().to_vec())
+    parts.extensions.get::<Principal>().filter(|p| !p.id.is_empty()).map(Principal::scope)
 }
 
 /// A scope read from the request extension `T` (set by your auth middleware) through `f`.
@@ -79,9 +130,13 @@ mod tests {
     #[test]
     fn extractors_find_the_principal_or_nothing() {
         assert_eq!(principal_scope(&parts(|b| b)), None);
-        assert_eq!(principal_scope(&parts(|b| b.extension(Principal(String::new())))), None);
-        let p = parts(|b| b.extension(Principal("u1".into())));
-        assert_eq!(principal_scope(&p).as_deref(), Some(&b"u1"[..]));
+        assert_eq!(principal_scope(&parts(|b| b.extension(Principal::user("")))), None);
+        let p = parts(|b| b.extension(Principal::user("u1")));
+        assert_eq!(principal_scope(&p).as_deref(), Some(&b"\0\0\0\x04useru1"[..]));
+        // Two kinds, one id: two scopes; and no (kind, id) split gives another's bytes.
+        let scope = |p: Principal| principal_scope(&parts(|b| b.extension(p))).unwrap();
+        assert_ne!(scope(Principal::user("acme")), scope(Principal::tenant("acme")));
+        assert_ne!(scope(Principal::of_kind("a", "bc")), scope(Principal::of_kind("ab", "c")));
         let h = header_scope(HeaderName::from_static("x-tenant"));
         assert_eq!(h(&parts(|b| b.header("x-tenant", "t1"))).as_deref(), Some(&b"t1"[..]));
         assert_eq!(h(&parts(|b| b.header("x-tenant", ""))), None);
