@@ -85,6 +85,9 @@ pub enum TimeoutParseError {
     TooLong,
     /// gRPC only: the unit was missing or not one of `H M S m u n`.
     BadUnit,
+    /// The header came more than once (a single-value field: which one the sender meant is
+    /// unknown).
+    Repeated,
 }
 
 impl fmt::Display for TimeoutParseError {
@@ -94,6 +97,7 @@ impl fmt::Display for TimeoutParseError {
             TimeoutParseError::NotDigits => "timeout value must be ASCII digits only",
             TimeoutParseError::TooLong => "timeout value has too many digits",
             TimeoutParseError::BadUnit => "grpc-timeout unit must be one of H M S m u n",
+            TimeoutParseError::Repeated => "the timeout header came more than once",
         })
     }
 }

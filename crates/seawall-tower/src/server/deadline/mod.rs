@@ -21,7 +21,8 @@
 //!
 //! # Malformed and extreme values
 //!
-//! Values are untrusted. The documented behaviour, tested in `tests/server_deadline.rs`:
+//! Values are untrusted. The documented behaviour, tested below (`resolves_clamps_and_defaults`)
+//! and in `tests/server_parsers_proptest.rs`:
 //!
 //! | header value | result |
 //! |---|---|
@@ -29,7 +30,10 @@
 //! | `250` | 250 ms (clamped to the server maximum) |
 //! | `0` | already expired: 504 at once, the handler never runs |
 //! | more than 10 digits | longer than any server maximum: clamped to the maximum |
-//! | `-5`, `+5`, ` 5`, `5.0`, `1e3`, empty, non-ASCII | [`MalformedTimeout::Reject`] (default): `400 Bad Request`; [`MalformedTimeout::Ignore`]: treated as absent |
+//! | `-5`, `+5`, `5 5`, `5.0`, `1e3`, empty, non-ASCII, the header twice | [`MalformedTimeout::Reject`] (default): `400 Bad Request`; [`MalformedTimeout::Ignore`]: treated as absent |
+//!
+//! Whitespace around a value is not part of it (RFC 9110 §5.5: HTTP parsers, hyper's included,
+//! strip it), so ` 5` arrives as `5`: 5 ms.
 //!
 //! A malformed header is rejected by default because a caller that sends one has a bug that
 //! silently dropping its deadline would hide, and a 400 is never retried.
@@ -106,6 +110,11 @@ pub fn resolve(
     max: Duration,
 ) -> Result<Deadline, TimeoutParseError> {
     let mut timeout: Option<Duration> = None;
+    for name in [wire::REQUEST_TIMEOUT_MS, wire::GRPC_TIMEOUT] {
+        if headers.get_all(name).iter().nth(1).is_some() {
+            return Err(TimeoutParseError::Repeated);
+        }
+    }
     if let Some(v) = headers.get(wire::REQUEST_TIMEOUT_MS) {
         let parsed =
             match v.to_str().map_err(|_| TimeoutParseError::NotDigits).and_then(parse_timeout_ms) {
@@ -208,6 +217,12 @@ mod tests {
         let r = |m: &HeaderMap| resolve(m, now, 15 * S, 60 * S).map(|d| d.remaining(now));
         assert_eq!(r(&HeaderMap::new()), Ok(15 * S));
         assert_eq!(r(&h("request-timeout-ms", b"250")), Ok(Duration::from_millis(250)));
+        let mut twice = h("request-timeout-ms", b"250");
+        twice.append("request-timeout-ms", http::HeaderValue::from_static("9000"));
+        assert_eq!(r(&twice), Err(TimeoutParseError::Repeated));
+        let mut twice = h("grpc-timeout", b"2S");
+        twice.append("grpc-timeout", http::HeaderValue::from_static("1S"));
+        assert_eq!(r(&twice), Err(TimeoutParseError::Repeated));
         assert_eq!(r(&h("request-timeout-ms", b"9999999999")), Ok(60 * S));
         assert_eq!(r(&h("request-timeout-ms", b"99999999999999999999")), Ok(60 * S));
         assert_eq!(r(&h("grpc-timeout", b"2S")), Ok(2 * S));
