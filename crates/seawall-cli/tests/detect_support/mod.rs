@@ -362,16 +362,7 @@ impl Prometheus {
 
     /// An instant query's `data.result`, or `Null` when the server did not answer.
     pub(crate) fn query(&self, query: &str) -> serde_json::Value {
-        let q: String = query
-            .bytes()
-            .map(|b| {
-                if b.is_ascii_alphanumeric() {
-                    (b as char).to_string()
-                } else {
-                    format!("%{b:02X}")
-                }
-            })
-            .collect();
+        let q = encode(query);
         get(&self.addr, &format!("/api/v1/query?query={q}"))
             .and_then(|b| serde_json::from_str::<serde_json::Value>(&b).ok())
             .map_or(serde_json::Value::Null, |v| v["data"]["result"].clone())
@@ -409,16 +400,7 @@ impl Prometheus {
 
     /// Waits (at most `limit`) until `query` answers a non-empty vector.
     pub(crate) fn wait_for(&self, query: &str, limit: Duration) {
-        let q: String = query
-            .bytes()
-            .map(|b| {
-                if b.is_ascii_alphanumeric() {
-                    (b as char).to_string()
-                } else {
-                    format!("%{b:02X}")
-                }
-            })
-            .collect();
+        let q = encode(query);
         let deadline = Instant::now() + limit;
         loop {
             if get(&self.addr, &format!("/api/v1/query?query={q}"))
@@ -437,6 +419,22 @@ impl Drop for Prometheus {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `query` percent-encoded for a URL's query string (everything but ASCII letters and digits).
+fn encode(query: &str) -> String {
+    query
+        .bytes()
+        .map(
+            |b| {
+                if b.is_ascii_alphanumeric() {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            },
+        )
+        .collect()
 }
 
 pub(crate) fn seawall(args: &[&str]) -> std::process::Output {
