@@ -79,14 +79,13 @@
 //! | index-slowdown | fixed | ≤ 5 s | 2 s |
 //! | traffic-spike | naive | never a storm | never a storm |
 //!
-//! Live through Prometheus (1 s scrapes, `--rate-window 3s`): the storm of
-//! `detect_prometheus.rs` is called about 1 s after the fault, the gRPC storm of
-//! `detect_grpc.rs` about 1 s after the server starts failing, and the recorded Envoy and Istio
-//! storms 1 s after (figures printed by those tests with `--nocapture`). On a running `seawall
-//! lab` baseline (the dependency failing from 12 s), in four runs: `--scrape` −1 to 0.1 s (its
-//! verdicts are stamped at the start of their 1 s interval, which the fault may fall in),
-//! `--prometheus` live 0.6–1.4 s and its `--last` replay 0.8–1.3 s; the OpenTelemetry HTTP
-//! storm 2 s after the dependency starts failing, on both sets of names.
+//! Live through Prometheus (1 s scrapes, `--rate-window 3s`), one run each, printed by those
+//! tests with `--nocapture`: the storm of `detect_prometheus.rs` is called 1 s after the fault
+//! (its `--last` replay 0 s), the gRPC storm of `detect_grpc.rs` 1 s after the server starts
+//! failing, the recorded Envoy and Istio storms of `detect_mesh_recorded.rs` 2 s after, and the
+//! OpenTelemetry HTTP storm of `detect_otel_http.rs` 2 s after, on both sets of names. On a
+//! running `seawall lab` baseline, `detect_lab_prometheus.rs` asserts that `--prometheus` live
+//! and its `--last` replay call the storm when `--scrape` does, within the rate window.
 //!
 //! # Judging by default
 //!
