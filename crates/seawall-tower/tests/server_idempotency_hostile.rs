@@ -16,7 +16,7 @@ use http_body_util::BodyExt;
 use seawall::time::{ManualClock, SystemClock};
 use seawall_tower::server::IdempotencyLayer;
 use seawall_tower::server::idempotency::error::StoreError;
-use seawall_tower::server::idempotency::key::{Fingerprint, StoreKey};
+use seawall_tower::server::idempotency::key::{Fingerprint, Owner, StoreKey};
 use seawall_tower::server::idempotency::scope::{Principal, header_scope};
 use seawall_tower::server::idempotency::store::BoxFuture;
 use seawall_tower::server::idempotency::store::memory::MemoryStore;
@@ -205,7 +205,7 @@ fn tenant(b: http::request::Builder) -> http::request::Builder {
 #[tokio::test(start_paused = true)]
 async fn requests_cancelled_after_start_free_the_pending_pool_and_read_outcome_unknown() {
     let n = Arc::new(AtomicU64::new(0));
-    let store = Arc::new(MemoryStore::with_capacity(1_000).max_pending(8));
+    let store = Arc::new(MemoryStore::with_capacity(1_000).max_pending(8).scope_unknown(1_000));
     let layer = IdempotencyLayer::with_store_and_clock(store.clone(), SystemClock);
     let metrics = layer.metrics_handle();
     let svc = layer.layer(handler(n.clone(), Duration::from_secs(5)));
@@ -242,27 +242,28 @@ impl IdempotencyStore for SlowBegin {
         &'a self,
         key: &'a StoreKey,
         fp: &'a Fingerprint,
+        owner: &'a Owner,
         lease: Duration,
         ttl: Duration,
     ) -> BoxFuture<'a, Result<Begin, StoreError>> {
         self.clock.advance(self.delay);
-        self.inner.begin(key, fp, lease, ttl)
+        self.inner.begin(key, fp, owner, lease, ttl)
     }
     fn complete<'a>(
         &'a self,
         key: &'a StoreKey,
-        fp: &'a Fingerprint,
+        owner: &'a Owner,
         res: &'a StoredResponse,
         ttl: Duration,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.inner.complete(key, fp, res, ttl)
+        self.inner.complete(key, owner, res, ttl)
     }
     fn release<'a>(
         &'a self,
         key: &'a StoreKey,
-        fp: &'a Fingerprint,
+        owner: &'a Owner,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.inner.release(key, fp)
+        self.inner.release(key, owner)
     }
 }
 
@@ -315,6 +316,7 @@ impl IdempotencyStore for Broken {
         &'a self,
         _: &'a StoreKey,
         _: &'a Fingerprint,
+        _: &'a Owner,
         _: Duration,
         _: Duration,
     ) -> BoxFuture<'a, Result<Begin, StoreError>> {
@@ -323,7 +325,7 @@ impl IdempotencyStore for Broken {
     fn complete<'a>(
         &'a self,
         _: &'a StoreKey,
-        _: &'a Fingerprint,
+        _: &'a Owner,
         _: &'a StoredResponse,
         _: Duration,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
@@ -332,7 +334,7 @@ impl IdempotencyStore for Broken {
     fn release<'a>(
         &'a self,
         _: &'a StoreKey,
-        _: &'a Fingerprint,
+        _: &'a Owner,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         self.fail()
     }
@@ -410,7 +412,7 @@ async fn a_body_that_never_finishes_is_408_after_the_body_timeout() {
 #[tokio::test(start_paused = true)]
 async fn a_full_store_refuses_new_keys_and_never_re_executes_within_the_ttl() {
     let n = Arc::new(AtomicU64::new(0));
-    let layer = IdempotencyLayer::new(MemoryStore::with_capacity(2));
+    let layer = IdempotencyLayer::new(MemoryStore::with_capacity(2).scope_share(1.0));
     let metrics = layer.metrics_handle();
     let svc = layer.layer(handler(n.clone(), Duration::ZERO));
     let pay = |k: &str| tenant(keyed(k)).body(body("x")).unwrap();
@@ -419,13 +421,36 @@ async fn a_full_store_refuses_new_keys_and_never_re_executes_within_the_ttl() {
     let full = call(&svc, pay("c")).await;
     assert_eq!(full.status, StatusCode::SERVICE_UNAVAILABLE, "{}", full.body);
     assert!(full.body.contains(r#""code":"idempotency-store-full""#));
-    assert!(full.headers.contains_key("retry-after"));
+    // Space frees when the oldest record expires: the default TTL, 24 h, from now.
+    assert_eq!(full.headers["retry-after"], "86400");
     // The stored keys are still replayed: nothing was evicted, nothing runs twice.
     for k in ["a", "b"] {
         assert_eq!(call(&svc, pay(k)).await.headers["idempotent-replayed"], "true", "{k}");
     }
     assert_eq!(n.load(Ordering::SeqCst), 2);
     assert_eq!(metrics.snapshot().capacity_refused, 1);
+}
+
+#[tokio::test]
+async fn a_principal_over_its_share_gets_429_with_when_its_space_frees_and_others_do_not() {
+    let n = Arc::new(AtomicU64::new(0));
+    // 4 records, a quarter (1) per principal and in reserve.
+    let layer = IdempotencyLayer::new(MemoryStore::with_capacity(4))
+        .with_scope(header_scope(http::HeaderName::from_static("x-tenant")));
+    let metrics = layer.metrics_handle();
+    let svc = layer.layer(handler(n.clone(), Duration::ZERO));
+    let pay = |who: &str, k: &str| keyed(k).header("x-tenant", who).body(body("x")).unwrap();
+    for k in ["1", "2", "3"] {
+        assert_eq!(call(&svc, pay("mallory", k)).await.status, StatusCode::CREATED);
+    }
+    let over = call(&svc, pay("mallory", "4")).await;
+    assert_eq!(over.status, StatusCode::TOO_MANY_REQUESTS, "{}", over.body);
+    assert!(over.body.contains(r#""code":"idempotency-quota""#), "{}", over.body);
+    assert_eq!(over.headers["retry-after"], "86400", "when mallory's oldest record expires");
+    assert_eq!(call(&svc, pay("mallory", "1")).await.headers["idempotent-replayed"], "true");
+    assert_eq!(call(&svc, pay("alice", "1")).await.status, StatusCode::CREATED);
+    assert_eq!(n.load(Ordering::SeqCst), 4);
+    assert_eq!(metrics.snapshot().scope_refused, 1);
 }
 
 #[test]

@@ -11,14 +11,15 @@
 //! | `bad-idempotency-key` | 400 | idempotency | fix the request: one `Idempotency-Key`, a quoted string of 1–255 visible characters; not executed |
 //! | `idempotency-key-required` | 400 | idempotency | send an `Idempotency-Key` (this route requires one); not executed |
 //! | `idempotency-principal-missing` | 401 | idempotency | authenticate, then retry with the same key; not executed |
-//! | `body-too-large` | 413 | idempotency | do not retry the same body: it is over the limit; not executed |
-//! | `bad-body` | 400 | idempotency | the body could not be read; retry with the same key if the transport failed; not executed |
-//! | `body-timeout` | 408 | idempotency | send the body faster; retry with the same key; not executed |
+//! | `body-too-large` | 413 | idempotency, body | do not retry the same body: it is over the limit; not executed |
+//! | `bad-body` | 400 | idempotency, body | the body could not be read; retry (with the same key, if any) if the transport failed; not executed |
+//! | `body-timeout` | 408 | idempotency, body | send the body faster; retry (with the same key, if any); not executed |
 //! | `idempotency-in-flight` | 409 | idempotency | the same key is running now: retry later with the same key (after `Retry-After` if given) |
 //! | `outcome-unknown` | 409 | idempotency | do not retry: it started and its outcome was not recorded; reconcile (read the resource) |
 //! | `idempotency-key-reused` | 422 | idempotency | the key was used with another request: use a new key for a new request |
 //! | `idempotency-store-unavailable` | 503 | idempotency | retry with the same key after `Retry-After`; not executed |
-//! | `idempotency-store-full` | 503 | idempotency | retry with the same key after `Retry-After`; not executed |
+//! | `idempotency-store-full` | 503 | idempotency | retry with the same key after `Retry-After` (when the store's oldest record expires); not executed |
+//! | `idempotency-quota` | 429 | idempotency | you hold your share of the store (or too many outcome-unknown requests): retry with the same key after `Retry-After` (when your oldest record expires), or reconcile your unknown outcomes; not executed |
 //! | `deadline-expired` | 504 | shed, deadline, idempotency | the deadline passed before the request ran; not executed: retry only with a new deadline and budget |
 //! | `deadline-passed-while-running` | 504 | deadline | the deadline passed while the handler ran: its outcome is unknown; retry only if the request is idempotent (a key makes it so) |
 //! | `bad-request-timeout` | 400 | deadline | fix `Request-Timeout-Ms` (digits, milliseconds) or `grpc-timeout`; not executed |
@@ -78,7 +79,7 @@ problem!(
     413,
     "Content Too Large",
     "body-too-large",
-    "request body too large for an idempotent request"
+    "request body over the server's limit; it was not executed"
 );
 problem!(BAD_BODY, 400, "Bad Request", "bad-body", "request body could not be read");
 problem!(
@@ -122,6 +123,13 @@ problem!(
     "Service Unavailable",
     "idempotency-store-full",
     "idempotency store full; new keys are refused until records expire; request not executed"
+);
+problem!(
+    QUOTA,
+    429,
+    "Too Many Requests",
+    "idempotency-quota",
+    "this principal holds its share of the idempotency store; new keys are refused until its records expire; request not executed"
 );
 problem!(
     DEADLINE,
@@ -174,6 +182,7 @@ const ALL: &[&str] = &[
     MISMATCH,
     STORE_DOWN,
     STORE_FULL,
+    QUOTA,
     DEADLINE,
     BAD_RESPONSE,
     OVERLOADED,

@@ -205,7 +205,7 @@ struct IdempotencyCollector<C: 'static> {
 impl<C: Clock + 'static> Collector for IdempotencyCollector<C> {
     fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let s = self.metrics.snapshot();
-        let counters: [(&str, &str, u64); 13] = [
+        let counters: [(&str, &str, u64); 14] = [
             ("executed", "Keyed requests whose handler was called", s.executed),
             ("replayed", "Stored responses replayed", s.replayed),
             ("conflicts", "409s: key in progress or outcome unknown", s.conflicts),
@@ -217,6 +217,11 @@ impl<C: Clock + 'static> Collector for IdempotencyCollector<C> {
             ("store_timeouts", "Store calls that hit the store timeout", s.store_timeouts),
             ("capacity_refused", "503s: the store's records pool was full", s.capacity_refused),
             ("pending_refused", "503s: the store's pending pool was full", s.pending_refused),
+            (
+                "scope_refused",
+                "429s: the principal held its share or its bound of unknown outcomes",
+                s.scope_refused,
+            ),
             (
                 "released_cancelled",
                 "Keys released: request cancelled before the handler ran",
@@ -241,6 +246,8 @@ impl<C: Clock + 'static> Collector for IdempotencyCollector<C> {
                     st.pending,
                 ),
                 ("records", "Finished and outcome-unknown keys in the in-memory store", st.records),
+                ("unknown_records", "Outcome-unknown keys in the in-memory store", st.unknown),
+                ("scopes", "Principals holding keys in the in-memory store", st.scopes),
             ] {
                 let g = ConstGauge::new(v as i64);
                 g.encode(enc.encode_descriptor(name, help, None, g.metric_type())?)?;

@@ -11,7 +11,16 @@ pub enum StoreError {
     Backend(Box<dyn std::error::Error + Send + Sync>),
     /// The in-memory store's records pool is full of unexpired keys. New keys are refused
     /// rather than evicting one (which would let its retry execute again).
-    Full,
+    Full {
+        /// When the oldest record expires (space frees then, or sooner if a key is released).
+        frees_in: Option<std::time::Duration>,
+    },
+    /// This principal holds its share of the in-memory store, or its bound of outcome-unknown
+    /// records: its new keys are refused (others' are not).
+    ScopeFull {
+        /// When this principal's oldest record (of the kind over its bound) expires.
+        frees_in: Option<std::time::Duration>,
+    },
     /// The in-memory store's pending pool (keys in flight) is full.
     PendingFull,
     /// The store did not answer within the layer's
@@ -25,7 +34,10 @@ impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StoreError::Backend(e) => write!(f, "idempotency store backend error: {e}"),
-            StoreError::Full => f.write_str("idempotency store full (new keys refused)"),
+            StoreError::Full { .. } => f.write_str("idempotency store full (new keys refused)"),
+            StoreError::ScopeFull { .. } => f.write_str(
+                "idempotency store: this principal's share is full (its new keys refused)",
+            ),
             StoreError::PendingFull => f.write_str("idempotency store: too many keys in flight"),
             StoreError::Timeout => f.write_str("idempotency store did not answer in time"),
             StoreError::Corrupt => f.write_str("idempotency store record could not be decoded"),

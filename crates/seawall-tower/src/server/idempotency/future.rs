@@ -10,16 +10,17 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::{HeaderValue, Request, Response, StatusCode, header};
 use http_body::Body;
-use http_body_util::{BodyExt, Limited};
+use http_body_util::BodyExt;
 use seawall::time::Clock;
 use tower_service::Service;
 
 use super::error::StoreError;
 use super::key::{KeyError, StoreKey, fingerprint, parse_key, scope_of};
-use super::layer::Config;
+use super::layer::{Config, DEFAULT_RETRY_AFTER_SECS};
 use super::lease::Lease;
 use super::metrics::Event;
 use super::store::{Begin, IdempotencyStore, StoredResponse};
+use crate::server::body::{self, Refused};
 use crate::server::problem as p;
 use crate::server::response::problem;
 use crate::wire::{IDEMPOTENCY_KEY, RequestDeadline};
@@ -60,22 +61,33 @@ fn key_of(headers: &http::HeaderMap) -> Option<Result<String, KeyError>> {
     Some(parse_key(first.as_bytes()).map(str::to_owned))
 }
 
-/// The declared body length, if the header is one well-formed decimal number.
-fn content_length(headers: &http::HeaderMap) -> Option<u64> {
-    let v = headers.get(header::CONTENT_LENGTH)?.to_str().ok()?;
-    (!v.is_empty() && v.bytes().all(|b| b.is_ascii_digit())).then(|| v.parse().ok())?
-}
-
-/// The layer's own `503` (store down or full), with a jittered `Retry-After`.
+/// The layer's own refusal when the store cannot take the key: `503` (store down or full) or
+/// `429` (this principal's share), with a `Retry-After` of when space frees if the store knows,
+/// else a jittered one.
 fn unavailable<B: From<Bytes>>(cfg: &Config, e: &StoreError) -> Response<B> {
-    let (event, body) = match e {
-        StoreError::Full => (Event::CapacityRefused, p::STORE_FULL),
-        StoreError::PendingFull => (Event::PendingRefused, p::STORE_FULL),
-        _ => (Event::StoreUnavailable, p::STORE_DOWN),
+    let (event, status, body, frees_in) = match e {
+        StoreError::Full { frees_in } => {
+            (Event::CapacityRefused, StatusCode::SERVICE_UNAVAILABLE, p::STORE_FULL, *frees_in)
+        }
+        StoreError::ScopeFull { frees_in } => {
+            (Event::ScopeRefused, StatusCode::TOO_MANY_REQUESTS, p::QUOTA, *frees_in)
+        }
+        StoreError::PendingFull => {
+            (Event::PendingRefused, StatusCode::SERVICE_UNAVAILABLE, p::STORE_FULL, None)
+        }
+        _ => (Event::StoreUnavailable, StatusCode::SERVICE_UNAVAILABLE, p::STORE_DOWN, None),
     };
     cfg.metrics.count(event);
-    let mut res = problem(StatusCode::SERVICE_UNAVAILABLE, body);
-    res.headers_mut().insert(header::RETRY_AFTER, cfg.retry_after());
+    let mut res = problem(status, body);
+    let retry_after = match frees_in {
+        // Whole seconds, rounded up, at least the jitter's floor: never "retry now".
+        Some(d) => {
+            let secs = d.as_secs() + u64::from(d.subsec_nanos() > 0);
+            HeaderValue::from(secs.max(u64::from(DEFAULT_RETRY_AFTER_SECS.0)))
+        }
+        None => cfg.retry_after(),
+    };
+    res.headers_mut().insert(header::RETRY_AFTER, retry_after);
     res
 }
 
@@ -141,7 +153,7 @@ where
         return refuse(&cfg, Event::PrincipalMissing, StatusCode::UNAUTHORIZED, p::NO_PRINCIPAL);
     };
     // Refuse an oversized body before reading a byte of it.
-    if content_length(&parts.headers).is_some_and(|n| n > cfg.max_body as u64) {
+    if body::declared_over(&parts.headers, cfg.max_body) {
         return refuse(&cfg, Event::BodyTooLarge, StatusCode::PAYLOAD_TOO_LARGE, p::TOO_LARGE);
     }
     // As an instant of this layer's clock (the time left, if it was made on another).
@@ -149,18 +161,16 @@ where
         parts.extensions.get::<RequestDeadline>().map(|d| d.for_clock(&clock, clock.now()));
     let expired = move || deadline.is_some_and(|d| d.is_expired(clock.now()));
     ResponseFuture::passthrough(async move {
-        let read =
-            tokio::time::timeout(cfg.body_timeout, Limited::new(body, cfg.max_body).collect());
-        let body = match read.await {
-            Ok(Ok(c)) => c.to_bytes(),
-            Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
-                cfg.metrics.count(Event::BodyTooLarge);
-                return Ok(problem(StatusCode::PAYLOAD_TOO_LARGE, p::TOO_LARGE));
-            }
-            Ok(Err(_)) => return Ok(problem(StatusCode::BAD_REQUEST, p::BAD_BODY)),
-            Err(_) => {
-                cfg.metrics.count(Event::BodyTimeout);
-                return Ok(problem(StatusCode::REQUEST_TIMEOUT, p::BODY_TIMEOUT));
+        let body = match body::read(body, cfg.max_body, cfg.body_timeout).await {
+            Ok(bytes) => bytes,
+            Err(refused) => {
+                match refused {
+                    Refused::TooLarge => cfg.metrics.count(Event::BodyTooLarge),
+                    Refused::Timeout => cfg.metrics.count(Event::BodyTimeout),
+                    Refused::Broken => {}
+                }
+                let (status, body) = refused.answer();
+                return Ok(problem(status, body));
             }
         };
         if expired() {
@@ -169,13 +179,20 @@ where
         let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
         let fp = fingerprint(&parts.method, target, &body);
         let skey = StoreKey { scope: scope_of(Some(&principal)), key };
-        let began = bounded(&cfg, store.begin(&skey, &fp, cfg.lease, cfg.ttl)).await;
+        // The guard exists before the store is asked, so a cut at any later await settles the
+        // key for this request's owner token (see `lease`).
+        let mut lease = Lease::begin(store.clone(), cfg.clone(), skey, fp);
+        let began = lease.answer().await;
         let answer = |e: Event, s: StatusCode, b: &'static str| {
             cfg.metrics.count(e);
             Ok(problem(s, b))
         };
         match began {
-            Err(e) => return Ok(unavailable(&cfg, &e)),
+            Err(e) => {
+                // Whatever `begin` may still record for us is given back once it finishes.
+                lease.give_back();
+                return Ok(unavailable(&cfg, &e));
+            }
             Ok(Begin::Execute) => {}
             Ok(Begin::InFlight) => {
                 return answer(Event::Conflict, StatusCode::CONFLICT, p::IN_FLIGHT);
@@ -189,21 +206,21 @@ where
                 return Ok(replay(stored));
             }
         }
-        let mut lease = Lease::new(store.clone(), cfg.clone(), skey, fp);
         if expired() {
             // The store took the rest of the deadline: give the key back (the drop releases it).
             return Ok(problem(StatusCode::GATEWAY_TIMEOUT, p::DEADLINE));
         }
-        lease.start();
+        let mut parts = parts;
+        parts.extensions.insert(lease.call());
         cfg.metrics.count(Event::Executed);
         let res = svc.call(Request::from_parts(parts, ReqB::from(body))).await;
         // Until the outcome is recorded, a cancellation marks the key outcome unknown.
-        let (skey, fp) = (lease.key().0.clone(), *lease.key().1);
+        let (skey, owner) = (lease.key().0.clone(), *lease.key().1);
         let res = match res {
             Ok(r) if !r.status().is_server_error() => r,
             other => {
                 // A failure the caller sees: free the key so a retry may execute.
-                let _ = bounded(&cfg, store.release(&skey, &fp)).await;
+                let _ = bounded(&cfg, store.release(&skey, &owner)).await;
                 lease.disarm();
                 return other;
             }
@@ -217,7 +234,7 @@ where
         if body.len() <= cfg.max_body {
             let stored = stored(&cfg, &head, body.clone());
             // If storing fails the key stays in flight: repeats get 409, never a second run.
-            let _ = bounded(&cfg, store.complete(&skey, &fp, &stored, cfg.ttl)).await;
+            let _ = bounded(&cfg, store.complete(&skey, &owner, &stored, cfg.ttl)).await;
             lease.disarm();
         }
         // Too large to store: the lease's drop records outcome unknown (never run again).

@@ -77,6 +77,59 @@ pub fn fingerprint(method: &http::Method, target: &str, body: &[u8]) -> Fingerpr
     h.finalize().into()
 }
 
+/// Who began an in-flight record: a 128-bit token for each request that asks a store to
+/// [`begin`](super::IdempotencyStore::begin) a key — a prefix drawn once per process from the
+/// OS's entropy (the first 8 bytes of a UUID v4: 60 random bits), then a 64-bit counter, so
+/// tokens never repeat within a process and two processes share a prefix with probability
+/// 2⁻⁶⁰.
+///
+/// A store writes it with the in-flight marker and settles the marker ([`complete`], [`release`],
+/// [`abandon`]) only for the same owner. Releasing by key and fingerprint alone would let a
+/// request cut before its handler ran delete the marker of an *identical* request (same key,
+/// same payload) that began the key meanwhile and is executing it: that one's retry would then
+/// execute a second time.
+///
+/// [`complete`]: super::IdempotencyStore::complete
+/// [`release`]: super::IdempotencyStore::release
+/// [`abandon`]: super::IdempotencyStore::abandon
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Owner([u8; 16]);
+
+impl Owner {
+    /// A fresh token.
+    pub fn random() -> Self {
+        use std::sync::OnceLock;
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static PREFIX: OnceLock<[u8; 8]> = OnceLock::new();
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let prefix = PREFIX.get_or_init(|| {
+            let mut p = [0; 8];
+            p.copy_from_slice(&uuid::Uuid::new_v4().as_bytes()[..8]);
+            p
+        });
+        let mut bytes = [0; 16];
+        bytes[..8].copy_from_slice(prefix);
+        bytes[8..].copy_from_slice(&NEXT.fetch_add(1, Ordering::Relaxed).to_be_bytes());
+        Owner(bytes)
+    }
+
+    /// The token of these 16 bytes (as a store read them back).
+    pub const fn from_bytes(bytes: [u8; 16]) -> Self {
+        Owner(bytes)
+    }
+
+    /// The token's 16 bytes.
+    pub const fn as_bytes(&self) -> &[u8; 16] {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Owner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Owner({})", uuid::Uuid::from_bytes(self.0).simple())
+    }
+}
+
 /// Where a key lives: the client's scope (a hash of its identity) and the key itself.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct StoreKey {

@@ -22,8 +22,6 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(60);
 /// How long a key and its response are kept: 24 h (Stripe's retention; the IETF draft leaves it
 /// to the resource).
 pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 3600);
-/// Largest request or response body fingerprinted and stored: 1 MiB (local choice).
-pub const DEFAULT_MAX_BODY: usize = 1 << 20;
 /// Bound on every store call, including the wait for a pooled connection: 5 s. A healthy
 /// PostgreSQL or Redis answers one of these statements in about a millisecond, but a burst can
 /// queue requests for the pool's few connections for a second or more (1,000 concurrent keyed
@@ -32,9 +30,9 @@ pub const DEFAULT_MAX_BODY: usize = 1 << 20;
 /// timeout, for the same reason, and still leaves most of a typical 10–30 s edge deadline for a
 /// retry after a black-holed store answered 503. Lower it when your deadlines are shorter.
 pub const DEFAULT_STORE_TIMEOUT: Duration = Duration::from_secs(5);
-/// Bound on reading the whole request body: 10 s — a full [`DEFAULT_MAX_BODY`] at 1 Mbit/s
-/// takes 8.4 s, so honest slow links fit; a client trickling bytes is cut off (`408`).
-pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
+/// Largest request or response body fingerprinted and stored, and the bound on reading a keyed
+/// request's body: the same as [`BufferBodyLayer`](crate::server::BufferBodyLayer)'s.
+pub use crate::server::body::{DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY};
 /// `Retry-After` range of the layer's own `503`s (store down or full): 1–5 s, jittered, so a
 /// fleet of clients does not return in lockstep when the store comes back.
 pub const DEFAULT_RETRY_AFTER_SECS: (u16, u16) = (1, 5);

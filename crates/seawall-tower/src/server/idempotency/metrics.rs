@@ -21,6 +21,7 @@ struct Counters {
     store_timeouts: AtomicU64,
     capacity_refused: AtomicU64,
     pending_refused: AtomicU64,
+    scope_refused: AtomicU64,
     released_cancelled: AtomicU64,
     abandoned: AtomicU64,
 }
@@ -51,6 +52,9 @@ pub struct IdempotencySnapshot {
     pub capacity_refused: u64,
     /// `503`s because the store's pending pool (keys in flight) was full.
     pub pending_refused: u64,
+    /// `429`s because the principal held its share of the store, or its bound of
+    /// outcome-unknown records (new keys of that principal refused; others unaffected).
+    pub scope_refused: u64,
     /// Keys released because their request was cancelled before the handler was called.
     pub released_cancelled: u64,
     /// Keys marked outcome unknown because their request was cancelled after the handler was
@@ -72,6 +76,7 @@ pub(crate) enum Event {
     StoreTimeout,
     CapacityRefused,
     PendingRefused,
+    ScopeRefused,
     ReleasedCancelled,
     Abandoned,
 }
@@ -96,6 +101,7 @@ impl IdempotencyMetrics {
             Event::StoreTimeout => &c.store_timeouts,
             Event::CapacityRefused => &c.capacity_refused,
             Event::PendingRefused => &c.pending_refused,
+            Event::ScopeRefused => &c.scope_refused,
             Event::ReleasedCancelled => &c.released_cancelled,
             Event::Abandoned => &c.abandoned,
         };
@@ -118,6 +124,7 @@ impl IdempotencyMetrics {
             store_timeouts: g(&c.store_timeouts),
             capacity_refused: g(&c.capacity_refused),
             pending_refused: g(&c.pending_refused),
+            scope_refused: g(&c.scope_refused),
             released_cancelled: g(&c.released_cancelled),
             abandoned: g(&c.abandoned),
         }

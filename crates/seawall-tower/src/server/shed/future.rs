@@ -14,6 +14,7 @@ use tokio::sync::oneshot;
 use tower_service::Service;
 
 use super::{Grant, Shared};
+use crate::server::Dispatch;
 use crate::server::metrics::is_success;
 
 /// A slot in the handler; released when the response is ready or the future is dropped.
@@ -161,6 +162,9 @@ where
                                 drop(permit);
                                 return Poll::Ready(Ok(shared.reject(Reason::QueueFull, *grpc)));
                             };
+                            if let Some(d) = req.extensions().get::<Dispatch>() {
+                                d.admitted();
+                            }
                             let fut = svc.call(req);
                             this.state.set(State::Running { fut, permit });
                         }

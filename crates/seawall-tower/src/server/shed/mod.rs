@@ -19,7 +19,10 @@
 //! the limit ([`GradientConfig`]), the operator's knob and the jittered `Retry-After` — is the
 //! core's [`seawall::admission`]; the simulator runs the same type. This layer is the adapter: it
 //! reads the attempt number and deadline off the request, keeps the state behind a short mutex,
-//! wakes queued requests over a channel, and turns a [`Rejection`] into a response.
+//! wakes queued requests over a channel, and turns a [`Rejection`] into a response. A request
+//! carrying a [`Dispatch`] (the `IdempotencyLayer` adds one) is marked
+//! queued while it waits and admitted when its handler is called, so an outer layer that cuts it
+//! in the queue knows the handler never ran.
 //!
 //! ```
 //! use seawall_tower::server::ShedLayer;
@@ -53,7 +56,7 @@ pub use seawall::admission::{
 };
 
 use crate::server::metrics::{RejectReason, ServerMetrics};
-use crate::server::{problem, response};
+use crate::server::{Dispatch, problem, response};
 use crate::wire;
 
 /// The metrics' name for a core [`Reason`].
@@ -271,6 +274,9 @@ where
                 ResponseFuture::running(fut, self.shared.clone(), now, deadline)
             }
             Offer::Queued { ticket, evicted } => {
+                if let Some(d) = req.extensions().get::<Dispatch>() {
+                    d.queued();
+                }
                 if let Some(tx) = evicted {
                     self.shared.metrics.reject(RejectReason::RetryShed);
                     let _ = tx.send(Grant::Shed(Reason::RetryShed));

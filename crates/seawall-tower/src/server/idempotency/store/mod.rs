@@ -18,7 +18,7 @@ use std::time::Duration;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 use super::error::StoreError;
-use super::key::{Fingerprint, StoreKey};
+use super::key::{Fingerprint, Owner, StoreKey};
 
 /// A boxed, sendable future (the stores are used through `dyn`).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -114,44 +114,50 @@ pub(crate) fn decide(stored_fp: &[u8], fp: &Fingerprint, found: Found) -> Begin 
 }
 
 /// A place to keep idempotency records, shared by every replica that must agree.
+///
+/// An in-flight marker belongs to the request that began it: `begin` records its [`Owner`], and
+/// `complete`, `release` and `abandon` change the marker only when it is still in flight *for
+/// that owner*. A settle call for a marker that is gone, finished, or owned by another request
+/// does nothing and succeeds.
 pub trait IdempotencyStore: Send + Sync + std::fmt::Debug + 'static {
-    /// Atomically: if `key` is absent or expired, mark it in flight with `fp` for `lease` (kept
-    /// for `ttl`) and return [`Begin::Execute`]; otherwise report what is there.
+    /// Atomically: if `key` is absent or expired, mark it in flight for `owner` with `fp` for
+    /// `lease` (kept for `ttl`) and return [`Begin::Execute`]; otherwise report what is there.
     fn begin<'a>(
         &'a self,
         key: &'a StoreKey,
         fp: &'a Fingerprint,
+        owner: &'a Owner,
         lease: Duration,
         ttl: Duration,
     ) -> BoxFuture<'a, Result<Begin, StoreError>>;
 
-    /// Stores the response of the request that got [`Begin::Execute`], kept for `ttl`.
+    /// Stores the response of `owner`'s execution, kept for `ttl`.
     fn complete<'a>(
         &'a self,
         key: &'a StoreKey,
-        fp: &'a Fingerprint,
+        owner: &'a Owner,
         res: &'a StoredResponse,
         ttl: Duration,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
 
-    /// Forgets an in-flight marker whose request failed visibly (5xx or a service error) or was
-    /// cancelled before its handler was called, so a retry may execute.
+    /// Forgets `owner`'s in-flight marker: its request failed visibly (5xx or a service error),
+    /// or was cut before its handler was called, so a retry may execute.
     fn release<'a>(
         &'a self,
         key: &'a StoreKey,
-        fp: &'a Fingerprint,
+        owner: &'a Owner,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
 
-    /// Marks an in-flight key whose handler started but whose request was cancelled (deadline,
-    /// client gone) as *outcome unknown* at once, ending its lease: repeats get the
+    /// Marks `owner`'s in-flight key, whose handler started but whose request was cancelled
+    /// (deadline, client gone), as *outcome unknown* at once, ending its lease: repeats get the
     /// outcome-unknown `409` instead of "in progress", and the key leaves the pending pool. The
     /// default keeps the marker until its lease runs out, which is also safe.
     fn abandon<'a>(
         &'a self,
         key: &'a StoreKey,
-        fp: &'a Fingerprint,
+        owner: &'a Owner,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let _ = (key, fp);
+        let _ = (key, owner);
         Box::pin(std::future::ready(Ok(())))
     }
 }

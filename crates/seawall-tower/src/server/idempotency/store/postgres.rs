@@ -1,7 +1,10 @@
 //! [`PostgresStore`]: one table shared by a fleet of replicas (feature `postgres`).
 //!
-//! The schema ships as `migrations/0001_seawall_idempotency.sql` and [`PostgresStore::migrate`]
-//! applies it idempotently. `begin` is a single `INSERT … ON CONFLICT DO UPDATE … WHERE expired`,
+//! The schema ships as `migrations/0001_seawall_idempotency.sql` and
+//! `migrations/0002_seawall_idempotency_owner.sql` ([`MIGRATIONS`]); [`PostgresStore::migrate`]
+//! applies them in order, idempotently. A row in flight carries its request's
+//! [`Owner`]: `complete`, `release` and `abandon` match on it, so a request cut at any point
+//! settles its own row and never an identical concurrent request's. `begin` is a single `INSERT … ON CONFLICT DO UPDATE … WHERE expired`,
 //! so two replicas racing on one key cannot both get [`Begin::Execute`]; all times come from the
 //! database's `now()`, so replicas' clocks never disagree about a lease.
 
@@ -12,11 +15,16 @@ use deadpool_postgres::Pool;
 
 use super::{Begin, BoxFuture, Found, IdempotencyStore, StoredResponse, decide};
 use crate::server::idempotency::error::StoreError;
-use crate::server::idempotency::key::{Fingerprint, StoreKey};
+use crate::server::idempotency::key::{Fingerprint, Owner, StoreKey};
 
-/// The migration this crate ships.
-pub const MIGRATION: &str =
-    include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/0001_seawall_idempotency.sql"));
+/// The migrations this crate ships, in the order [`PostgresStore::migrate`] applies them.
+pub const MIGRATIONS: [&str; 2] = [
+    include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/0001_seawall_idempotency.sql")),
+    include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/migrations/0002_seawall_idempotency_owner.sql"
+    )),
+];
 /// The default table name.
 pub const DEFAULT_TABLE: &str = "seawall_idempotency";
 
@@ -62,12 +70,13 @@ impl PostgresStore {
             pool,
             table: t.to_owned(),
             sql_begin: format!(
-                "INSERT INTO {t} (scope, key, fingerprint, done, lease_until, expires_at, response) \
+                "INSERT INTO {t} \
+                   (scope, key, fingerprint, done, lease_until, expires_at, response, owner) \
                  VALUES ($1, $2, $3, FALSE, now() + $4::float8 * interval '1 millisecond', \
-                         now() + $5::float8 * interval '1 millisecond', NULL) \
+                         now() + $5::float8 * interval '1 millisecond', NULL, $6) \
                  ON CONFLICT (scope, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, \
                    done = FALSE, lease_until = EXCLUDED.lease_until, \
-                   expires_at = EXCLUDED.expires_at, response = NULL \
+                   expires_at = EXCLUDED.expires_at, response = NULL, owner = EXCLUDED.owner \
                  WHERE {t}.expires_at <= now() \
                  RETURNING 1"
             ),
@@ -78,14 +87,14 @@ impl PostgresStore {
             sql_complete: format!(
                 "UPDATE {t} SET done = TRUE, response = $4, \
                    expires_at = now() + $5::float8 * interval '1 millisecond' \
-                 WHERE scope = $1 AND key = $2 AND fingerprint = $3 AND NOT done"
+                 WHERE scope = $1 AND key = $2 AND owner = $3 AND NOT done"
             ),
             sql_release: format!(
-                "DELETE FROM {t} WHERE scope = $1 AND key = $2 AND fingerprint = $3 AND NOT done"
+                "DELETE FROM {t} WHERE scope = $1 AND key = $2 AND owner = $3 AND NOT done"
             ),
             sql_abandon: format!(
                 "UPDATE {t} SET lease_until = now() \
-                 WHERE scope = $1 AND key = $2 AND fingerprint = $3 AND NOT done"
+                 WHERE scope = $1 AND key = $2 AND owner = $3 AND NOT done"
             ),
         })
     }
@@ -95,16 +104,18 @@ impl PostgresStore {
         &self.table
     }
 
-    /// Applies the shipped migration (with this store's table name). Idempotent: every replica
-    /// may run it at start-up. (Two `CREATE TABLE IF NOT EXISTS` racing can still collide in
-    /// PostgreSQL's catalog; the loser retries once and then finds the table.)
+    /// Applies the shipped [`MIGRATIONS`] in order (with this store's table name). Idempotent:
+    /// every replica may run it at start-up. (Two `CREATE TABLE IF NOT EXISTS` racing can still
+    /// collide in PostgreSQL's catalog; the loser retries once and then finds the table.)
     pub async fn migrate(&self) -> Result<(), StoreError> {
         let client = self.pool.get().await.map_err(backend)?;
-        let sql = MIGRATION.replace(DEFAULT_TABLE, &self.table);
-        match client.batch_execute(&sql).await {
-            Ok(()) => Ok(()),
-            Err(_) => client.batch_execute(&sql).await.map_err(backend),
+        for migration in MIGRATIONS {
+            let sql = migration.replace(DEFAULT_TABLE, &self.table);
+            if client.batch_execute(&sql).await.is_err() {
+                client.batch_execute(&sql).await.map_err(backend)?;
+            }
         }
+        Ok(())
     }
 
     /// Deletes expired rows; returns how many. Run it now and then (rows are also reused).
@@ -118,17 +129,19 @@ impl PostgresStore {
         &self,
         key: &StoreKey,
         fp: &Fingerprint,
+        owner: &Owner,
         lease: Duration,
         ttl: Duration,
     ) -> Result<Begin, StoreError> {
         let client = self.pool.get().await.map_err(backend)?;
+        let owner = owner.as_bytes().as_slice();
         let (lease, ttl) = (millis(lease), millis(ttl));
         // Two rounds: the row we failed to insert over may expire before we read it.
         for _ in 0..2 {
             let inserted = client
                 .query_opt(
                     self.sql_begin.as_str(),
-                    &[&key.scope, &key.key, &fp.as_slice(), &lease, &ttl],
+                    &[&key.scope, &key.key, &fp.as_slice(), &lease, &ttl, &owner],
                 )
                 .await
                 .map_err(backend)?;
@@ -156,15 +169,16 @@ impl PostgresStore {
         Err(StoreError::Corrupt)
     }
 
-    /// Runs a statement that takes only the key and the fingerprint (`abandon`, `release`).
+    /// Runs a statement that takes only the key and the owner (`abandon`, `release`).
     async fn execute_keyed(
         &self,
         sql: &str,
         key: &StoreKey,
-        fp: &Fingerprint,
+        owner: &Owner,
     ) -> Result<(), StoreError> {
         let client = self.pool.get().await.map_err(backend)?;
-        client.execute(sql, &[&key.scope, &key.key, &fp.as_slice()]).await.map_err(backend)?;
+        let owner = owner.as_bytes().as_slice();
+        client.execute(sql, &[&key.scope, &key.key, &owner]).await.map_err(backend)?;
         Ok(())
     }
 }
@@ -174,24 +188,26 @@ impl IdempotencyStore for PostgresStore {
         &'a self,
         key: &'a StoreKey,
         fp: &'a Fingerprint,
+        owner: &'a Owner,
         lease: Duration,
         ttl: Duration,
     ) -> BoxFuture<'a, Result<Begin, StoreError>> {
-        Box::pin(self.begin_impl(key, fp, lease, ttl))
+        Box::pin(self.begin_impl(key, fp, owner, lease, ttl))
     }
 
     fn complete<'a>(
         &'a self,
         key: &'a StoreKey,
-        fp: &'a Fingerprint,
+        owner: &'a Owner,
         res: &'a StoredResponse,
         ttl: Duration,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let client = self.pool.get().await.map_err(backend)?;
             let encoded = res.encode();
+            let owner = owner.as_bytes().as_slice();
             let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
-                [&key.scope, &key.key, &fp.as_slice(), &encoded.as_ref(), &millis(ttl)];
+                [&key.scope, &key.key, &owner, &encoded.as_ref(), &millis(ttl)];
             client.execute(self.sql_complete.as_str(), &params).await.map_err(backend)?;
             Ok(())
         })
@@ -200,16 +216,16 @@ impl IdempotencyStore for PostgresStore {
     fn abandon<'a>(
         &'a self,
         key: &'a StoreKey,
-        fp: &'a Fingerprint,
+        owner: &'a Owner,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(self.execute_keyed(&self.sql_abandon, key, fp))
+        Box::pin(self.execute_keyed(&self.sql_abandon, key, owner))
     }
 
     fn release<'a>(
         &'a self,
         key: &'a StoreKey,
-        fp: &'a Fingerprint,
+        owner: &'a Owner,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(self.execute_keyed(&self.sql_release, key, fp))
+        Box::pin(self.execute_keyed(&self.sql_release, key, owner))
     }
 }

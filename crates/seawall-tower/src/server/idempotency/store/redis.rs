@@ -1,7 +1,9 @@
 //! [`RedisStore`]: one Redis shared by a fleet of replicas (feature `redis-store`).
 //!
-//! Each key is one Redis string: a state byte (`0` in flight, `1` done), the 32-byte fingerprint,
-//! the lease end (16 hex digits of Unix milliseconds) and, once done, the encoded response. Every
+//! Each key is one Redis string: a state byte (`P` in flight, `D` done), the 32-byte fingerprint,
+//! the 16-byte [`Owner`] of the request that began it, the lease end (16 hex digits of Unix
+//! milliseconds) and, once done, the encoded response. `complete`, `release` and `abandon` act
+//! only on a marker in flight for their owner. Every
 //! operation is one Lua script, so it is atomic; lease times come from Redis's own `TIME`, so
 //! replicas' clocks never disagree. Expiry is Redis's `PX`.
 //!
@@ -23,7 +25,7 @@ use redis::aio::MultiplexedConnection;
 
 use super::{Begin, BoxFuture, Found, IdempotencyStore, StoredResponse, decide};
 use crate::server::idempotency::error::StoreError;
-use crate::server::idempotency::key::{Fingerprint, StoreKey};
+use crate::server::idempotency::key::{Fingerprint, Owner, StoreKey};
 
 /// Default prefix of every Redis key the store writes.
 pub const DEFAULT_PREFIX: &str = "seawall:idem:";
@@ -33,21 +35,23 @@ pub const DEFAULT_PREFIX: &str = "seawall:idem:";
 /// answer); 5 s still stays well inside the default request deadline.
 pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
 
+// ARGV: fingerprint (32 bytes) .. owner (16 bytes), lease ms, ttl ms.
 const BEGIN: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local v = redis.call('GET', KEYS[1])
 if not v then
-  redis.call('SET', KEYS[1], '0' .. ARGV[1] .. string.format('%016x', now + tonumber(ARGV[2])), 'PX', ARGV[3])
+  redis.call('SET', KEYS[1], 'P' .. ARGV[1] .. string.format('%016x', now + tonumber(ARGV[2])), 'PX', ARGV[3])
   return {0, '', now}
 end
 return {1, v, now}
 ";
 
+// The scripts below act only on a marker in flight ('P') for this owner (ARGV[1], bytes 34–49).
 const COMPLETE: &str = r"
 local v = redis.call('GET', KEYS[1])
-if v and string.sub(v, 1, 1) == '0' and string.sub(v, 2, 33) == ARGV[1] then
-  redis.call('SET', KEYS[1], '1' .. ARGV[1] .. string.rep('0', 16) .. ARGV[2], 'PX', ARGV[3])
+if v and string.sub(v, 1, 1) == 'P' and string.sub(v, 34, 49) == ARGV[1] then
+  redis.call('SET', KEYS[1], 'D' .. string.sub(v, 2, 49) .. string.rep('0', 16) .. ARGV[2], 'PX', ARGV[3])
   return 1
 end
 return 0
@@ -55,7 +59,7 @@ return 0
 
 const RELEASE: &str = r"
 local v = redis.call('GET', KEYS[1])
-if v and string.sub(v, 1, 1) == '0' and string.sub(v, 2, 33) == ARGV[1] then
+if v and string.sub(v, 1, 1) == 'P' and string.sub(v, 34, 49) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
 end
 return 0
@@ -64,12 +68,24 @@ return 0
 // Ends the lease of an in-flight key (outcome unknown from now), keeping its expiry.
 const ABANDON: &str = r"
 local v = redis.call('GET', KEYS[1])
-if v and string.sub(v, 1, 1) == '0' and string.sub(v, 2, 33) == ARGV[1] then
-  redis.call('SET', KEYS[1], '0' .. ARGV[1] .. string.rep('0', 16), 'KEEPTTL')
+if v and string.sub(v, 1, 1) == 'P' and string.sub(v, 34, 49) == ARGV[1] then
+  redis.call('SET', KEYS[1], string.sub(v, 1, 49) .. string.rep('0', 16), 'KEEPTTL')
   return 1
 end
 return 0
 ";
+
+/// Where a value's fields are: the owner-less layout of earlier versions (`0` / `1`, kept
+/// readable so their records are answered through an upgrade) and the current one (`P` / `D`).
+fn layout(state: u8) -> Option<(bool, usize)> {
+    match state {
+        b'0' => Some((false, 33)),
+        b'1' => Some((true, 33)),
+        b'P' => Some((false, 49)),
+        b'D' => Some((true, 49)),
+        _ => None,
+    }
+}
 
 fn backend(e: redis::RedisError) -> StoreError {
     StoreError::Backend(Box::new(e))
@@ -195,15 +211,15 @@ impl RedisStore {
         }
     }
 
-    /// Runs a script that takes only the key and the fingerprint (`abandon`, `release`).
+    /// Runs a script that takes only the key and the owner (`abandon`, `release`).
     async fn run_keyed(
         &self,
         script: &Script,
         key: &StoreKey,
-        fp: &Fingerprint,
+        owner: &Owner,
     ) -> Result<(), StoreError> {
         let mut call = script.key(self.redis_key(key));
-        call.arg(fp.as_slice());
+        call.arg(owner.as_bytes().as_slice());
         let _: i64 = self.invoke(call).await?;
         Ok(())
     }
@@ -212,30 +228,36 @@ impl RedisStore {
         &self,
         key: &StoreKey,
         fp: &Fingerprint,
+        owner: &Owner,
         lease: Duration,
         ttl: Duration,
     ) -> Result<Begin, StoreError> {
         let mut call = self.begin.key(self.redis_key(key));
-        call.arg(fp.as_slice()).arg(millis(lease)).arg(millis(ttl));
+        let mut marker = [0u8; 48];
+        marker[..32].copy_from_slice(fp);
+        marker[32..].copy_from_slice(owner.as_bytes());
+        call.arg(marker.as_slice()).arg(millis(lease)).arg(millis(ttl));
         let (code, value, now): (i64, Vec<u8>, i64) = self.invoke(call).await?;
         if code == 0 {
             return Ok(Begin::Execute);
         }
-        if value.len() < 49 {
-            return Err(StoreError::Corrupt);
-        }
-        let stored_fp = &value[1..33];
-        let found = match value[0] {
-            b'0' => {
-                let hex = std::str::from_utf8(&value[33..49]).map_err(|_| StoreError::Corrupt)?;
-                let lease_until = i64::from_str_radix(hex, 16).map_err(|_| StoreError::Corrupt)?;
-                Found::Pending { lease_expired: now >= lease_until }
-            }
-            b'1' => Found::Done(StoredResponse::decode(Bytes::copy_from_slice(&value[49..]))?),
-            _ => return Err(StoreError::Corrupt),
-        };
-        Ok(decide(stored_fp, fp, found))
+        // `found` checked the length: the fingerprint is bytes 1..33 in both layouts.
+        let found = found(&value, now)?;
+        Ok(decide(&value[1..33], fp, found))
     }
+}
+
+/// What a stored value says (either layout), `now` in Redis's Unix milliseconds.
+fn found(value: &[u8], now: i64) -> Result<Found, StoreError> {
+    let (done, lease_at) = value.first().and_then(|&s| layout(s)).ok_or(StoreError::Corrupt)?;
+    let rest = value.get(lease_at + 16..).ok_or(StoreError::Corrupt)?;
+    if done {
+        return Ok(Found::Done(StoredResponse::decode(Bytes::copy_from_slice(rest))?));
+    }
+    let hex =
+        std::str::from_utf8(&value[lease_at..lease_at + 16]).map_err(|_| StoreError::Corrupt)?;
+    let lease_until = i64::from_str_radix(hex, 16).map_err(|_| StoreError::Corrupt)?;
+    Ok(Found::Pending { lease_expired: now >= lease_until })
 }
 
 impl IdempotencyStore for RedisStore {
@@ -243,23 +265,24 @@ impl IdempotencyStore for RedisStore {
         &'a self,
         key: &'a StoreKey,
         fp: &'a Fingerprint,
+        owner: &'a Owner,
         lease: Duration,
         ttl: Duration,
     ) -> BoxFuture<'a, Result<Begin, StoreError>> {
-        Box::pin(self.begin_impl(key, fp, lease, ttl))
+        Box::pin(self.begin_impl(key, fp, owner, lease, ttl))
     }
 
     fn complete<'a>(
         &'a self,
         key: &'a StoreKey,
-        fp: &'a Fingerprint,
+        owner: &'a Owner,
         res: &'a StoredResponse,
         ttl: Duration,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let encoded = res.encode();
             let mut call = self.complete.key(self.redis_key(key));
-            call.arg(fp.as_slice()).arg(encoded.as_ref()).arg(millis(ttl));
+            call.arg(owner.as_bytes().as_slice()).arg(encoded.as_ref()).arg(millis(ttl));
             let _: i64 = self.invoke(call).await?;
             Ok(())
         })
@@ -268,16 +291,16 @@ impl IdempotencyStore for RedisStore {
     fn abandon<'a>(
         &'a self,
         key: &'a StoreKey,
-        fp: &'a Fingerprint,
+        owner: &'a Owner,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(self.run_keyed(&self.abandon, key, fp))
+        Box::pin(self.run_keyed(&self.abandon, key, owner))
     }
 
     fn release<'a>(
         &'a self,
         key: &'a StoreKey,
-        fp: &'a Fingerprint,
+        owner: &'a Owner,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(self.run_keyed(&self.release, key, fp))
+        Box::pin(self.run_keyed(&self.release, key, owner))
     }
 }
