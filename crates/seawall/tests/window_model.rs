@@ -1,19 +1,20 @@
-//! Model-checked concurrent reads of the budget window's cached sums (the seqlock in
-//! `budget/window.rs`), through the public `AdaptiveThrottle`, which is its only user.
+//! Model-checked concurrent writes into the budget window's ring (the tagged slots of
+//! `budget/window.rs`), through the public `AdaptiveThrottle`, its one two-lane user.
 //!
-//! Why a model checker: the cache is a seqlock, and a seqlock's failure is a torn read — a
-//! reader taking the generation and epoch of one publication with the sums of another — which
-//! happens only when a reader runs exactly while a publisher writes. Real threads on a loaded
-//! machine almost never hit that window; Shuttle runs every thread on one OS thread and picks,
-//! at each atomic access, which thread goes next (randomly, and with PCT, which is designed to
-//! find bugs that need a few specific preemptions), so the window is explored thousands of
-//! times per second, and a failure prints a schedule that replays it.
+//! Why a model checker: the ring is lock-free, and its one subtle step is a slot changing
+//! generation. A writer that finds an older generation in its slot replaces it with a
+//! compare-and-swap; two writers doing that at once, or one doing it while another adds to the
+//! old generation, must not lose an event of the new generation. That happens only when two
+//! threads meet inside a few instructions, which real threads on a loaded machine almost never
+//! do; Shuttle runs every thread on one OS thread and picks, at each atomic access, which thread
+//! goes next (with PCT, which is designed to find bugs that need a few specific preemptions), so
+//! the race is explored thousands of times per second, and a failure prints a schedule that
+//! replays it.
 //!
 //! What it covers and what it does not: Shuttle runs a sequentially consistent model, so it
-//! checks the *protocol* (the odd/even sequence, both sequence checks, one publisher at a time,
-//! the epoch that invalidates an entry) in every interleaving it explores, but not the memory
-//! orderings (an `Acquire` weakened to `Relaxed` passes here). loom models weak orderings but
-//! supports only `Acquire` fences, and the seqlock needs a `Release` fence.
+//! checks the *protocol* (load, compare-and-swap, retry; `fetch_add` on a current slot) in every
+//! interleaving it explores, but not the memory orderings (an `Acquire` weakened to `Relaxed`
+//! passes here). The window's reads and writes are all `SeqCst` in `AdaptiveThrottle`.
 //!
 //! Run with:
 //!
@@ -33,11 +34,10 @@ use seawall::budget::{AdaptiveThrottle, AttemptOutcome, Budget};
 use seawall::time::Instant;
 use shuttle::thread;
 
-/// Schedules tried per test. With the second sequence check removed, PCT found a torn read at
-/// schedule 7 624 (the failure message names the schedule); 100 000 leaves a margin of more than
-/// ten and runs in seconds. Shuttle's uniformly random scheduler did not find it in 20 000,
-/// which is why these tests use PCT.
-const ITERATIONS: usize = 100_000;
+/// Schedules tried per test. With the slot's compare-and-swap replaced by a plain store (a
+/// racing writer's event overwritten), PCT found a lost count at schedule 47; 20 000 leaves a
+/// wide margin and runs in seconds.
+const ITERATIONS: usize = 20_000;
 
 thread_local! {
     /// The schedule being run, for failure messages: Shuttle runs a test's schedules one after
@@ -53,75 +53,86 @@ fn at(ms: u64) -> Instant {
     Instant::from_nanos(ms * 1_000_000)
 }
 
-/// A 12 s window of 1 s slots, read at 5.5 s (generation 5) after three requests and three
-/// accepts at 3 s, with the cache entry for generation 5 published — and then invalidated by a
-/// late accept at 4 s (a finished slot). The next reader must republish; any reader racing it
-/// must still see exactly (3 requests, 4 accepts).
-fn throttle_with_stale_entry() -> Arc<AdaptiveThrottle> {
+/// A 12 s window of 1 s slots in a ring of 16, with three requests and three accepts at 3 s.
+/// At 19 s (generation 19, the same ring slot as generation 3) that history is out of the
+/// window, so the first writer there must take the slot over.
+fn throttle_with_old_slot() -> Arc<AdaptiveThrottle> {
     SCHEDULE.set(SCHEDULE.get() + 1);
     let t = Arc::new(AdaptiveThrottle::new(Duration::from_secs(12), 2.0).expect("valid"));
     for _ in 0..3 {
         assert!(t.admit(at(3_000), false, 0.999));
         t.record(at(3_000), None, AttemptOutcome::Answered);
     }
-    assert_eq!(t.counts(at(5_500)), (3, 3), "publishes the entry for generation 5");
-    t.record(at(4_000), None, AttemptOutcome::Answered);
+    assert_eq!(t.counts(at(3_500)), (3, 3));
+    assert_eq!(t.counts(at(19_500)), (0, 0), "generation 3 has left the window");
     t
 }
 
-/// Readers racing a republish: with no write during the race, every read is exact.
-fn racing_readers() {
-    let t = throttle_with_stale_entry();
-    let readers: Vec<_> = (0..2)
-        .map(|_| {
-            let t = Arc::clone(&t);
-            thread::spawn(move || {
-                for _ in 0..2 {
-                    assert_eq!(
-                        t.counts(at(5_500)),
-                        (3, 4),
-                        "torn or stale read, schedule {}",
-                        schedule()
-                    );
-                }
-            })
-        })
-        .collect();
-    assert_eq!(t.counts(at(5_500)), (3, 4), "torn or stale read, schedule {}", schedule());
-    for r in readers {
-        r.join().expect("reader");
-    }
+/// One request and its accept at 19 s.
+fn call_at_19(t: &AdaptiveThrottle) {
+    assert!(t.admit(at(19_000), false, 0.999), "an empty window admits");
+    t.record(at(19_000), None, AttemptOutcome::Answered);
 }
 
-/// A late write racing readers: a read sees the window either before or after it (never less
-/// than before, never more than after), and once the writer is done every read sees it.
-fn reader_racing_a_late_write() {
-    let t = throttle_with_stale_entry();
-    let writer = {
-        let t = Arc::clone(&t);
-        thread::spawn(move || t.record(at(4_200), None, AttemptOutcome::Answered))
-    };
+/// Two writers taking the old slot over at once, and a reader between them: no event of the new
+/// generation is lost (both count, whichever wins the swap), and no read sees more than was
+/// written or the old generation's counts.
+fn writers_racing_a_slot_takeover() {
+    let t = throttle_with_old_slot();
+    let writers: Vec<_> = (0..2)
+        .map(|_| {
+            let t = Arc::clone(&t);
+            thread::spawn(move || call_at_19(&t))
+        })
+        .collect();
     let reader = {
         let t = Arc::clone(&t);
         thread::spawn(move || {
             for _ in 0..2 {
-                let (requests, accepts) = t.counts(at(5_500));
-                assert_eq!(requests, 3);
-                assert!((4..=5).contains(&accepts), "{accepts} accepts, schedule {}", schedule());
+                let (requests, accepts) = t.counts(at(19_500));
+                assert!(
+                    requests <= 2 && accepts <= 2,
+                    "({requests}, {accepts}), schedule {}",
+                    schedule()
+                );
             }
         })
     };
-    writer.join().expect("writer");
-    assert_eq!(t.counts(at(5_500)), (3, 5), "a finished write is unseen, schedule {}", schedule());
+    for w in writers {
+        w.join().expect("writer");
+    }
     reader.join().expect("reader");
+    assert_eq!(t.counts(at(19_500)), (2, 2), "an event was lost, schedule {}", schedule());
+}
+
+/// A writer still at 3 s (its `now` a ring behind) racing the takeover at 19 s: its event lands
+/// in generation 3 before the takeover (and leaves with it), is refused after it, or, when it
+/// had read the slot as current just before, is added to generation 19 — counted later than it
+/// happened, never twice. The 19 s event is never lost: with the check that leaves a newer slot
+/// alone removed (the late writer takes the slot back to generation 3), this fails at schedule 5.
+fn late_writer_racing_a_takeover() {
+    let t = throttle_with_old_slot();
+    let late = {
+        let t = Arc::clone(&t);
+        thread::spawn(move || t.record(at(3_000), None, AttemptOutcome::Answered))
+    };
+    let fresh = {
+        let t = Arc::clone(&t);
+        thread::spawn(move || call_at_19(&t))
+    };
+    late.join().expect("late writer");
+    fresh.join().expect("writer");
+    let (requests, accepts) = t.counts(at(19_500));
+    assert_eq!(requests, 1, "schedule {}", schedule());
+    assert!((1..=2).contains(&accepts), "{accepts} accepts, schedule {}", schedule());
 }
 
 #[test]
-fn racing_readers_pct() {
-    shuttle::check_pct(racing_readers, ITERATIONS, 3);
+fn writers_racing_a_slot_takeover_pct() {
+    shuttle::check_pct(writers_racing_a_slot_takeover, ITERATIONS, 3);
 }
 
 #[test]
-fn reader_racing_a_late_write_pct() {
-    shuttle::check_pct(reader_racing_a_late_write, ITERATIONS, 3);
+fn late_writer_racing_a_takeover_pct() {
+    shuttle::check_pct(late_writer_racing_a_takeover, ITERATIONS, 3);
 }

@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use super::window::{CachedSums, SlotClock};
+use std::sync::atomic::Ordering;
+
+use super::window::{SlotClock, SlotCounts};
 use super::{AttemptOutcome, Budget, RetryCause, Withdrawal};
 use crate::error::{ConfigError, check_f64};
 use crate::time::Instant;
@@ -37,9 +39,8 @@ const ACCEPTS: usize = 1;
 ///
 /// The window is 12 slots of `window / 12` (10 s by default) plus the slot in progress, so it
 /// remembers between `window` and `window + window/12`. Counts are kept in the tagged slots of
-/// the crate's internal `budget::window` ring, lock-free and driven only by `now`; the sums of the
-/// 12 finished slots are cached per slot (invalidated by any write into them), so a decision
-/// reads the cache and the current slot rather than the whole window.
+/// the crate's internal `budget::window` ring, lock-free and driven only by `now`; a decision sums
+/// the ring's 16 slots (two adjacent lanes each) in one pass.
 ///
 /// ```
 /// use seawall::budget::{AdaptiveThrottle, AttemptOutcome, Budget};
@@ -60,9 +61,9 @@ const ACCEPTS: usize = 1;
 #[derive(Debug)]
 pub struct AdaptiveThrottle {
     clock: SlotClock,
-    /// Lane [`REQUESTS`] and lane [`ACCEPTS`] of each slot share a cache line; the sums of the
-    /// finished slots are cached, so a read is the cache plus the current slot.
-    counts: CachedSums<2>,
+    /// Lane [`REQUESTS`] and lane [`ACCEPTS`] of each slot share a cache line; a read sums the
+    /// ring, as [`RatioBudget`](super::RatioBudget)'s does.
+    counts: SlotCounts<2>,
     k: f64,
 }
 
@@ -86,7 +87,7 @@ impl AdaptiveThrottle {
         }
         let k = check_f64("budget.k", "in [1, 10]", k, 1.0, 10.0)?;
         let slot_nanos = u64::try_from(window.as_nanos()).unwrap_or(u64::MAX) / u64::from(SLOTS);
-        Ok(AdaptiveThrottle { clock: SlotClock::new(slot_nanos), counts: CachedSums::new(SPAN), k })
+        Ok(AdaptiveThrottle { clock: SlotClock::new(slot_nanos), counts: SlotCounts::new(), k })
     }
 
     /// `(requests, accepts)` in the window at `now`.
@@ -95,7 +96,7 @@ impl AdaptiveThrottle {
     }
 
     fn counts_at(&self, generation: u64) -> (u64, u64) {
-        let [requests, accepts] = self.counts.sums(generation);
+        let [requests, accepts] = self.counts.sums(generation, SPAN, 0, Ordering::SeqCst);
         (requests, accepts)
     }
 
@@ -118,7 +119,8 @@ impl Budget for AdaptiveThrottle {
         // Counted whether or not it is refused: that is what makes the throttle let a trickle
         // through (requests grow, accepts do not, but p stays below 1). The decision is drawn
         // from the counts just before this request.
-        let [requests, accepts] = self.counts.incr_and_sums(REQUESTS, g);
+        let [requests, accepts] = self.counts.sums(g, SPAN, 0, Ordering::SeqCst);
+        let _ = self.counts.incr(REQUESTS, g, Ordering::SeqCst);
         // Healthy (the common case): skip the division. `requests <= accepts` implies the
         // float comparison (K ≥ 1, and rounding is monotone) without converting to floats.
         if requests <= accepts || requests as f64 <= self.k * accepts as f64 {
@@ -135,7 +137,7 @@ impl Budget for AdaptiveThrottle {
         // A non-retryable answer (a 404) is still one the backend accepted to give: the book's
         // `accepts` are the requests the backend did not reject for overload.
         if matches!(outcome, AttemptOutcome::Answered | AttemptOutcome::Rejected) {
-            let _ = self.counts.incr(ACCEPTS, self.clock.generation(now));
+            let _ = self.counts.incr(ACCEPTS, self.clock.generation(now), Ordering::SeqCst);
         }
     }
 }

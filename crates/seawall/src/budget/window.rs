@@ -15,11 +15,11 @@
 
 use std::sync::atomic::Ordering;
 // Built with `--cfg shuttle`, every atomic here is Shuttle's, so `tests/window_model.rs` can
-// explore the interleavings of concurrent readers and publishers (see that file).
+// explore the interleavings of concurrent writers and readers (see that file).
 #[cfg(shuttle)]
-use shuttle::sync::atomic::{AtomicU64, fence};
+use shuttle::sync::atomic::AtomicU64;
 #[cfg(not(shuttle))]
-use std::sync::atomic::{AtomicU64, fence};
+use std::sync::atomic::AtomicU64;
 
 use crate::time::Instant;
 
@@ -104,13 +104,6 @@ impl<const LANES: usize> SlotCounts<LANES> {
     /// saturated or the slot already belongs to a newer generation (the caller's `now` is a
     /// whole ring behind another caller's).
     pub(crate) fn incr(&self, lane: usize, generation: u64, order: Ordering) -> bool {
-        self.incr_after(lane, generation, order).0
-    }
-
-    /// [`SlotCounts::incr`], also returning the count `generation`'s slot held in this lane just
-    /// before (0 if the slot held another generation) — what a read would have counted for it.
-    #[inline]
-    pub(crate) fn incr_after(&self, lane: usize, generation: u64, order: Ordering) -> (bool, u32) {
         let slot = self.slot(lane, generation);
         let t = generation as u32;
         let mut cur = slot.load(Ordering::Relaxed);
@@ -118,22 +111,22 @@ impl<const LANES: usize> SlotCounts<LANES> {
             let a = age(t, tag(cur));
             let new = if a == 0 {
                 if count(cur) >= SATURATED {
-                    return (false, count(cur));
+                    return false;
                 }
                 // The slot is current: one fetch_add, no retry loop under contention. If another
                 // caller moved the slot a whole ring ahead since the load, this event lands in
                 // that newer generation — counted later than it happened, never lost.
-                let prev = slot.fetch_add(1, order);
-                return (true, if tag(prev) == t { count(prev) } else { 0 });
+                slot.fetch_add(1, order);
+                return true;
             } else if !(STALE_AHEAD..=0).contains(&a) {
                 // Older (or so far "ahead" it can only be a stale slot from about 2³¹ slots ago;
                 // a writer merely a few rings behind the newest must not overwrite it).
                 pack(t, 1)
             } else {
-                return (false, 0);
+                return false;
             };
             match slot.compare_exchange_weak(cur, new, order, Ordering::Relaxed) {
-                Ok(_) => return (true, 0),
+                Ok(_) => return true,
                 Err(v) => cur = v,
             }
         }
@@ -171,206 +164,6 @@ impl<const LANES: usize> SlotCounts<LANES> {
             }
         }
         total
-    }
-}
-
-/// A [`SlotCounts`] read as one window — `back` slots up to and including the reader's, as
-/// [`SlotCounts::sums`]`(generation, back, 0)` — with the sum of the window's *finished* slots
-/// (all but the reader's own) cached, so a read is the cache plus the current slot instead of a
-/// pass over the ring. Every write goes through [`CachedSums::incr`], which is what keeps the
-/// cache honest.
-///
-/// # The scheme
-///
-/// - `hi` is the newest generation any reader has asked for (`fetch_max`, raised *before* the
-///   reader scans). Only a reader whose generation is `hi` uses or fills the cache; an older
-///   ("late") reader sums the ring as before.
-/// - The cache holds `(generation, epoch, finished sums)` behind a seqlock, so a reader never
-///   mixes two publications. A reader that finds no usable entry reads `epoch`, sums the ring
-///   (finished slots and current slot apart), returns the total and tries to publish the
-///   finished part, tagged with the `epoch` it read before summing.
-/// - A write into a slot can change the finished sums of generation `h` only if the slot's index
-///   is one of `h`'s finished ones, `h − 1 … h − back + 1` (mod [`RING`]); whatever generation it
-///   writes or replaces, a slot's generations are all ≡ its index. So after every write,
-///   [`CachedSums::incr`] loads `hi` and, if the slot index is one of `hi`'s finished ones, bumps
-///   `epoch`. In steady state every write lands in the current slot (or one just ahead of it)
-///   and no one bumps anything.
-/// - A reader trusts the cache only if `hi`, the entry's generation and its own generation are
-///   equal and `epoch` still holds the value the entry was computed under.
-///
-/// Why that is exactly as good as summing the ring (all the atomics involved are `SeqCst`, so
-/// there is one total order `S` of them): take a write `W` into one of generation `g`'s finished
-/// slots that a trusted entry for `g` does not include. The entry's summer raised `hi` to ≥ `g`,
-/// read `epoch` (= `e₀`) and then loaded that slot *before* `W` wrote it, so `W`'s later load of
-/// `hi` sees ≥ `g`. If `W`'s call finished before the reader's began, the reader's load of `hi`
-/// comes later in `S` than `W`'s, and it saw exactly `g` — so `W` saw `g` too, found the slot
-/// among `g`'s finished ones and bumped `epoch` before returning: the reader, loading `epoch`
-/// after that, sees a value other than `e₀` and sums the ring instead. So a read misses only
-/// writes whose calls overlap it — which a pass over the ring, reading one slot after another
-/// while writers run, may miss as well — and counts nothing twice (the cache and the current
-/// slot are disjoint slots). On one thread it always returns what the pass would.
-#[derive(Debug)]
-pub(crate) struct CachedSums<const LANES: usize> {
-    counts: SlotCounts<LANES>,
-    cache: SumCache<LANES>,
-    back: u32,
-}
-
-/// The cache's words, on their own cache line: read on every call, written about once a slot.
-#[derive(Debug)]
-#[repr(align(64))]
-struct SumCache<const LANES: usize> {
-    /// Newest generation asked for.
-    hi: AtomicU64,
-    /// Bumped after any write that may change the finished sums of `hi`.
-    epoch: AtomicU64,
-    /// Seqlock over the entry below: odd while a publisher writes, 0 before the first entry.
-    seq: AtomicU64,
-    generation: AtomicU64,
-    /// `epoch` as read before the entry's sums were computed.
-    computed_at: AtomicU64,
-    finished: [AtomicU64; LANES],
-}
-
-impl<const LANES: usize> CachedSums<LANES> {
-    /// All counts zero; windows of `back` slots (2 to [`RING`]).
-    pub(crate) fn new(back: u32) -> Self {
-        debug_assert!((2..=RING as u32).contains(&back));
-        let zeros = || std::array::from_fn(|_| AtomicU64::new(0));
-        CachedSums {
-            counts: SlotCounts::new(),
-            cache: SumCache {
-                hi: AtomicU64::new(0),
-                epoch: AtomicU64::new(0),
-                seq: AtomicU64::new(0),
-                generation: AtomicU64::new(0),
-                computed_at: AtomicU64::new(0),
-                finished: zeros(),
-            },
-            back,
-        }
-    }
-
-    /// [`SlotCounts::incr`], then the invalidation the cache relies on (see the type's docs).
-    pub(crate) fn incr(&self, lane: usize, generation: u64) -> bool {
-        let written = self.counts.incr(lane, generation, Ordering::SeqCst);
-        if written {
-            self.invalidate(generation);
-        }
-        written
-    }
-
-    /// Counts one event like [`CachedSums::incr`] and returns the window's sums as they were
-    /// just before it (what [`CachedSums::sums`] would have returned): the current slot's count
-    /// in `lane` comes from the increment itself, and the slot's other lanes are read right after
-    /// it, while its cache line is still this thread's.
-    pub(crate) fn incr_and_sums(&self, lane: usize, generation: u64) -> [u64; LANES] {
-        let (written, before) = self.counts.incr_after(lane, generation, Ordering::SeqCst);
-        if written {
-            self.invalidate(generation);
-        }
-        let mut current = self.current(generation);
-        current[lane] = u64::from(before);
-        let finished = self.finished(generation);
-        std::array::from_fn(|l| finished[l] + current[l])
-    }
-
-    /// Per lane, what [`SlotCounts::sums`]`(generation, back, 0)` returns.
-    pub(crate) fn sums(&self, generation: u64) -> [u64; LANES] {
-        let finished = self.finished(generation);
-        let current = self.current(generation);
-        std::array::from_fn(|l| finished[l] + current[l])
-    }
-
-    /// After a write into `generation`'s slot: bumps `epoch` if that slot is one of `hi`'s
-    /// finished ones.
-    #[inline]
-    fn invalidate(&self, generation: u64) {
-        let h = self.cache.hi.load(Ordering::SeqCst);
-        let age = (h.wrapping_sub(generation) as usize) & (RING - 1);
-        if age != 0 && age < self.back as usize {
-            self.cache.epoch.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-
-    /// Per lane, the count of `generation`'s own slot.
-    #[inline]
-    fn current(&self, generation: u64) -> [u64; LANES] {
-        let slot = &self.counts.slots[(generation as usize) & (RING - 1)];
-        let t = generation as u32;
-        std::array::from_fn(|lane| {
-            let v = slot[lane].load(Ordering::SeqCst);
-            if tag(v) == t { u64::from(count(v)) } else { 0 }
-        })
-    }
-
-    /// Per lane, the sum of the finished slots of `generation` (ages 1 ..= back − 1): from the
-    /// cache if it holds them, otherwise summed (and, if `generation` is the newest asked for,
-    /// published).
-    #[inline(always)]
-    fn finished(&self, generation: u64) -> [u64; LANES] {
-        if self.cache.hi.load(Ordering::SeqCst) == generation
-            && let Some(finished) = self.cached(generation)
-        {
-            return finished;
-        }
-        self.finished_uncached(generation)
-    }
-
-    /// [`CachedSums::finished`] without a usable entry: a late reader sums the ring; the
-    /// newest one also publishes what it summed.
-    #[cold]
-    #[inline(never)]
-    fn finished_uncached(&self, generation: u64) -> [u64; LANES] {
-        let c = &self.cache;
-        if c.hi.fetch_max(generation, Ordering::SeqCst) > generation {
-            return self.scan_finished(generation);
-        }
-        let e0 = c.epoch.load(Ordering::SeqCst);
-        let finished = self.scan_finished(generation);
-        self.publish(generation, e0, finished);
-        finished
-    }
-
-    /// The finished slots of `generation` summed from the ring: ages 1 ..= back − 1 of it are
-    /// ages 0 ..= back − 2 of the generation before.
-    #[cold]
-    fn scan_finished(&self, generation: u64) -> [u64; LANES] {
-        self.counts.sums(generation.wrapping_sub(1), self.back - 1, 0, Ordering::SeqCst)
-    }
-
-    /// The finished sums of `generation`, if the entry is for it and still valid.
-    #[inline(always)]
-    fn cached(&self, generation: u64) -> Option<[u64; LANES]> {
-        let c = &self.cache;
-        let s1 = c.seq.load(Ordering::Acquire);
-        if s1 & 1 == 1 || s1 == 0 {
-            return None;
-        }
-        let g = c.generation.load(Ordering::Relaxed);
-        let e = c.computed_at.load(Ordering::Relaxed);
-        let finished = std::array::from_fn(|lane| c.finished[lane].load(Ordering::Relaxed));
-        fence(Ordering::Acquire);
-        let s2 = c.seq.load(Ordering::Relaxed);
-        (s1 == s2 && g == generation && e == c.epoch.load(Ordering::SeqCst)).then_some(finished)
-    }
-
-    /// Publishes an entry unless another publisher holds the seqlock (then its entry will do).
-    fn publish(&self, generation: u64, epoch: u64, finished: [u64; LANES]) {
-        let c = &self.cache;
-        let s = c.seq.load(Ordering::Relaxed);
-        if s & 1 == 1
-            || c.seq.compare_exchange(s, s + 1, Ordering::Acquire, Ordering::Relaxed).is_err()
-        {
-            return;
-        }
-        fence(Ordering::Release);
-        c.generation.store(generation, Ordering::Relaxed);
-        c.computed_at.store(epoch, Ordering::Relaxed);
-        for (slot, v) in c.finished.iter().zip(finished) {
-            slot.store(v, Ordering::Relaxed);
-        }
-        c.seq.store(s + 2, Ordering::Release);
     }
 }
 
@@ -448,38 +241,6 @@ mod tests {
         assert!(s.incr(1, 8, SC));
         assert_eq!(s.sums(8, 2, 0, SC), [1, 2]);
         assert_eq!(s.sums(8, 1, 0, SC), [0, 1]);
-    }
-
-    #[test]
-    fn cached_sums_equal_a_pass_over_the_ring() {
-        // Out-of-order writes and reads (far behind, a little ahead, a ring ahead) against a
-        // plain ring given the same writes: every read must agree exactly.
-        let (cached, plain) = (CachedSums::<2>::new(13), SlotCounts::<2>::new());
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut top = 100u64;
-        for _ in 0..200_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            top += u64::from(x.is_multiple_of(64));
-            let g = match (x >> 8) % 16 {
-                0 => top - (x >> 16) % 40, // late, possibly past a whole ring
-                1 => top + (x >> 16) % 20, // ahead, possibly past a whole ring
-                2..=5 => top - (x >> 16) % 4,
-                _ => top,
-            };
-            if (x >> 24).is_multiple_of(3) {
-                assert_eq!(cached.sums(g), plain.sums(g, 13, 0, SC), "read at {g}, top {top}");
-            } else if (x >> 40).is_multiple_of(2) {
-                let lane = ((x >> 32) % 2) as usize;
-                assert_eq!(cached.incr(lane, g), plain.incr(lane, g, SC));
-            } else {
-                let lane = ((x >> 32) % 2) as usize;
-                let before = plain.sums(g, 13, 0, SC);
-                plain.incr(lane, g, SC);
-                assert_eq!(cached.incr_and_sums(lane, g), before, "counted at {g}, top {top}");
-            }
-        }
     }
 
     #[test]
