@@ -15,7 +15,7 @@ use seawall::budget::{
     AdaptiveThrottle, AnyBudget, AwsRetryQuota, EnvoyRetryBudget, GrpcThrottle, RatioBudget,
     Unlimited,
 };
-use seawall::grpc::{Code, CodeSet, HedgingPolicy};
+use seawall::grpc::{Code, CodeSet, HedgingConfig};
 use seawall::metrics::Metrics;
 use seawall::policy::{PolicyConfig, RetryPolicy};
 use serde::{Deserialize, Serialize};
@@ -293,7 +293,7 @@ impl PolicySpec {
     /// budget the A6 schedule cannot spend from (copies count against the `retryThrottling`
     /// token bucket, `budget = "grpc"`, or nothing, `"none"`). `UNAVAILABLE` is the one
     /// non-fatal code: see `engine/hedge.rs` for how the simulator's answers map onto codes.
-    pub(crate) fn hedging(&self, field: &str) -> Result<Option<HedgingPolicy>, Error> {
+    pub(crate) fn hedging(&self, field: &str) -> Result<Option<HedgingConfig>, Error> {
         match self.hedge_max_attempts {
             1 => return Ok(None),
             2..=5 => {}
@@ -304,7 +304,7 @@ impl PolicySpec {
             let kind = format!("{:?}", self.budget).to_lowercase();
             return Err(Error::invalid(field, "\"grpc\" or \"none\" with hedging", kind));
         }
-        Ok(Some(HedgingPolicy {
+        Ok(Some(HedgingConfig {
             max_attempts: self.hedge_max_attempts,
             configured_max_attempts: u64::from(self.hedge_max_attempts),
             hedging_delay: self.hedge_delay,

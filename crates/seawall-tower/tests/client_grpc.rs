@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common_grpc::{Raw, Server, reply, with_pushback};
-use seawall::grpc::{Policy, StopReason, retry::backoff_bound};
-use seawall::rng::{Rng, SeedSource};
+use seawall::grpc::{Policy, StopReason};
+use seawall::rng::SeedSource;
 use seawall_tower::client::grpc::{GrpcEvent, GrpcRetryLayer};
 use seawall_tower::time::TokioClock;
 use seawall_tower::wire::RequestDeadline;
@@ -153,8 +153,8 @@ async fn non_retryable_not_retried_and_tokens_unchanged() {
 
 /// A valid pushback replaces the backoff with exactly its value and restarts the exponential
 /// sequence: with initialBackoff 20 ms and multiplier 10, the retry after the pushback draws
-/// from [0, 20 ms) again, not [0, 2 s). Breaks if the reset is dropped (the third wait is drawn
-/// from [0, 200 ms)), or if pushback is jittered or ignored.
+/// from [16, 24 ms) again, not [160, 240 ms). Breaks if the reset is dropped (the third wait is
+/// drawn from [160, 240 ms)), or if pushback is jittered or ignored.
 #[tokio::test]
 async fn pushback_replaces_and_resets_the_backoff() {
     let server = Server::start(|s| {
@@ -178,13 +178,14 @@ async fn pushback_replaces_and_resets_the_backoff() {
     // The layer's first call draws from the first stream of SeedSource::new(SEED); the pushback
     // wait draws nothing.
     let mut rng = SeedSource::new(SEED).stream();
-    let first = backoff_bound(&policy, 1).mul_f64(rng.next_f64());
-    let after_reset = backoff_bound(&policy, 1).mul_f64(rng.next_f64());
+    let backoff = policy.backoff();
+    let first = backoff.delay(1, false, Duration::ZERO, &mut rng);
+    let after_reset = backoff.delay(1, false, Duration::ZERO, &mut rng);
     assert_eq!(
         backoffs_in(&events.lock().unwrap()),
         [first, Duration::from_millis(30), after_reset]
     );
-    assert!(after_reset < Duration::from_millis(20));
+    assert!(after_reset < Duration::from_millis(24));
     let seen = server.seen.lock().unwrap().clone();
     assert!(seen[2].at - seen[1].at >= Duration::from_millis(30), "the pushback wait happened");
 }

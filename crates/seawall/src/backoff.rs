@@ -8,9 +8,9 @@
 //! one at t + 300 ms, a bigger one at t + 700 ms; Brooker, "Exponential Backoff And Jitter", AWS
 //! Architecture Blog, 2015). Full jitter draws the wait uniformly from
 //! `[0, min(cap, base · 2^(retry-1)))`, which is the only variant that spreads load evenly rather
-//! than merely delaying the collision. gRPC's retry backoff is full jitter too (gRFC A6: "a random
-//! delay between 0 and the current backoff"). Equal, decorrelated, ±20 % (gRPC's *connection*
-//! backoff) and no jitter are here for comparison in the simulator.
+//! than merely delaying the collision. Equal, decorrelated and no jitter are here for comparison
+//! in the simulator; ±20 % ([`Jitter::Grpc`]) is gRPC's, for its connection backoff and, since
+//! gRFC A6's revision of 2024-08-29, for its retries too (the `seawall::grpc` mode uses it).
 //!
 //! # Defaults and their source
 //!
@@ -53,21 +53,23 @@ pub enum Jitter {
     /// · 3))` with `sleep` starting at `base`). The first retry is jittered too, over
     /// `[base, 3 · base)`: clients that failed together must not retry together.
     Decorrelated,
-    /// `ceiling · U[0.8, 1.2)` — the ±20 % of gRPC's *connection* backoff (gRPC's
+    /// `ceiling · U[0.8, 1.2)` — gRPC's ±20 %. Its connection backoff (gRPC's
     /// `doc/connection-backoff.md`: `JITTER = 0.2`, the wait is the current backoff plus
-    /// `UniformRandom(-JITTER · backoff, JITTER · backoff)`). It is not gRPC's retry backoff,
-    /// which is full jitter (gRFC A6): use [`Jitter::Full`] for that. May exceed the cap by 20 %.
-    GrpcConnection,
+    /// `UniformRandom(-JITTER · backoff, JITTER · backoff)`) and, since gRFC A6's revision of
+    /// 2024-08-29, its retry backoff: the n-th retry waits `min(initialBackoff ·
+    /// backoffMultiplier^(n−1), maxBackoff) · random(0.8, 1.2)`, as grpc-go and C-core do
+    /// (A6 had `random(0, …)`, full jitter, before). May exceed the cap by 20 %.
+    Grpc,
     /// Exactly the ceiling: synchronised clients stay synchronised. For comparison only.
     None,
 }
 
 impl Jitter {
-    /// The old name of [`Jitter::GrpcConnection`]: the ±20 % is gRPC's connection backoff, not
-    /// its retry backoff (which is [`Jitter::Full`]).
-    #[deprecated(note = "renamed `Jitter::GrpcConnection`; gRPC's retry backoff is `Jitter::Full`")]
+    /// The name [`Jitter::Grpc`] had while gRPC's retry backoff was full jitter and only its
+    /// connection backoff was ±20 %; since gRFC A6's 2024-08-29 revision both are.
+    #[deprecated(note = "renamed back to `Jitter::Grpc`: gRPC's retry backoff is ±20 % too")]
     #[allow(non_upper_case_globals)]
-    pub const Grpc: Jitter = Jitter::GrpcConnection;
+    pub const GrpcConnection: Jitter = Jitter::Grpc;
 }
 
 /// Exponential backoff with a cap, a separate base for throttling, and jitter.
@@ -123,6 +125,23 @@ impl Backoff {
         }
         let multiplier = check_f64("backoff.multiplier", "in [1, 16]", multiplier, 1.0, 16.0)?;
         Ok(Backoff { jitter, base, throttle_base: base, cap, multiplier })
+    }
+
+    /// gRPC's retry backoff for a `retryPolicy`'s `initialBackoff`, `maxBackoff` and
+    /// `backoffMultiplier` (gRFC A6, revision of 2024-08-29): the n-th retry since the last
+    /// pushback waits `min(initial · multiplier^(n−1), max) · random(0.8, 1.2)`
+    /// ([`Jitter::Grpc`]). Not range-checked as [`Backoff::new`] is, because A6 allows a
+    /// multiplier below 1 or above 16 and backoffs over an hour; the service config parser
+    /// (`seawall::grpc::config`) validates them, and [`Backoff::ceiling`] saturates at `max`
+    /// whatever they are.
+    pub fn grpc(initial: Duration, max: Duration, multiplier: f64) -> Self {
+        Backoff {
+            jitter: Jitter::Grpc,
+            base: initial,
+            throttle_base: initial,
+            cap: max,
+            multiplier,
+        }
     }
 
     /// A flat delay with no jitter (e.g. "3 retries, flat 100 ms").
@@ -193,7 +212,7 @@ impl Backoff {
                 let d = base + (hi - base).mul_f64(rng.next_f64());
                 d.min(self.cap)
             }
-            Jitter::GrpcConnection => ceiling.mul_f64(0.8 + 0.4 * rng.next_f64()),
+            Jitter::Grpc => ceiling.mul_f64(0.8 + 0.4 * rng.next_f64()),
             Jitter::None => ceiling,
         }
     }

@@ -127,6 +127,64 @@ fn digits(s: &[u8], max: usize) -> Result<u64, TimeoutParseError> {
     Ok(s.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0')))
 }
 
+/// The deadline a server gives a request at `now`, from the values of its `Request-Timeout-Ms`
+/// and `grpc-timeout` headers (every value each header came with, in order; none when absent):
+/// the smaller of the two timeouts when present, else `default`, clamped to `max` (a caller
+/// cannot make a server wait longer than its own limit). A `Request-Timeout-Ms` longer than
+/// its ten digits is clamped to `max` too. A header that is present but malformed, or that
+/// came twice, is an error: the adapter decides whether to refuse the request (400) or use
+/// the default. `DeadlineLayer` renders this on HTTP requests.
+///
+/// ```
+/// use seawall::deadline::{resolve, TimeoutParseError};
+/// use seawall::time::Instant;
+/// use std::time::Duration;
+///
+/// let (now, default, max) = (Instant::ZERO, Duration::from_secs(15), Duration::from_secs(60));
+/// let left = |ms: &[&[u8]], grpc: &[&[u8]]| {
+///     resolve(ms.iter().copied(), grpc.iter().copied(), now, default, max).map(|d| d.remaining(now))
+/// };
+/// assert_eq!(left(&[], &[]), Ok(default));
+/// assert_eq!(left(&[b"900"], &[b"300m"]), Ok(Duration::from_millis(300)));
+/// assert_eq!(left(&[b"99999999999"], &[]), Ok(max));
+/// assert_eq!(left(&[b"250", b"9000"], &[]), Err(TimeoutParseError::Repeated));
+/// assert_eq!(left(&[b" 5"], &[]), Err(TimeoutParseError::NotDigits));
+/// ```
+pub fn resolve<'a>(
+    request_timeout_ms: impl IntoIterator<Item = &'a [u8]>,
+    grpc_timeout: impl IntoIterator<Item = &'a [u8]>,
+    now: Instant,
+    default: Duration,
+    max: Duration,
+) -> Result<Deadline, TimeoutParseError> {
+    fn single<'a>(
+        values: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Result<Option<&'a [u8]>, TimeoutParseError> {
+        let mut values = values.into_iter();
+        let first = values.next();
+        if values.next().is_some() {
+            return Err(TimeoutParseError::Repeated);
+        }
+        Ok(first)
+    }
+    let text = |v: Option<&'a [u8]>| {
+        v.map(|v| std::str::from_utf8(v).map_err(|_| TimeoutParseError::NotDigits)).transpose()
+    };
+    // Repetition first, of either header: which value the sender meant is unknown.
+    let (ms, grpc) = (single(request_timeout_ms)?, single(grpc_timeout)?);
+    let (ms, grpc) = (text(ms)?, text(grpc)?);
+    let ms = match ms.map(parse_timeout_ms).transpose() {
+        Err(TimeoutParseError::TooLong) => Some(max),
+        other => other?,
+    };
+    let grpc = grpc.map(parse_grpc_timeout).transpose()?;
+    let timeout = match (ms, grpc) {
+        (Some(a), Some(b)) => a.min(b),
+        (a, b) => a.or(b).unwrap_or(default),
+    };
+    Ok(Deadline::from_header_timeout(now, timeout, max))
+}
+
 /// Parses `Request-Timeout-Ms`: one to ten ASCII digits. `-5`, `+5`, ` 5`, `5.0` are rejected.
 pub fn parse_timeout_ms(value: &str) -> Result<Duration, TimeoutParseError> {
     digits(value.as_bytes(), MAX_MS_DIGITS).map(Duration::from_millis)
@@ -251,6 +309,36 @@ mod tests {
         fn parsers_never_panic(s in "\\PC{0,20}") {
             let _ = parse_grpc_timeout(&s);
             let _ = parse_timeout_ms(&s);
+        }
+
+        /// Whatever the headers hold, resolving never panics, never gives more than `max`, and
+        /// an accepted deadline is the smaller timeout asked for (or the default).
+        #[test]
+        fn resolve_is_clamped_and_never_panics(
+            ms in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..14), 0..3),
+            grpc in proptest::collection::vec("[0-9]{0,10}[HMSmun ]?", 0..3),
+            default_s in 0u64..100,
+            max_s in 0u64..100,
+        ) {
+            let (now, default, max) =
+                (Instant::ZERO, Duration::from_secs(default_s), Duration::from_secs(max_s));
+            let r = resolve(
+                ms.iter().map(Vec::as_slice),
+                grpc.iter().map(|g| g.as_bytes()),
+                now,
+                default,
+                max,
+            );
+            if let Ok(d) = r {
+                prop_assert!(d.remaining(now) <= max);
+                prop_assert!(ms.len() <= 1 && grpc.len() <= 1);
+                if ms.is_empty() && grpc.is_empty() {
+                    prop_assert_eq!(d.remaining(now), default.min(max));
+                }
+            }
+            if ms.len() > 1 || grpc.len() > 1 {
+                prop_assert_eq!(r, Err(TimeoutParseError::Repeated));
+            }
         }
 
         #[test]

@@ -158,8 +158,15 @@ impl Metrics {
         Metrics { off: true, ..Self::default() }
     }
 
+    /// Counts attempt number `number` (1 = the first) as sent. [`RetryPolicy`] counts its own
+    /// calls; this and [`Metrics::call_ended`] are for an adapter that drives another of the
+    /// core's decision engines (the gRPC mode's `RetryState` and `HedgeState`, which hold no
+    /// counters), so that its calls are counted by the same rules and exported under the same
+    /// names. One relaxed add.
+    ///
+    /// [`RetryPolicy`]: crate::policy::RetryPolicy
     #[inline]
-    pub(crate) fn attempt_sent(&self, number: u32) {
+    pub fn attempt_sent(&self, number: u32) {
         if self.off {
             return;
         }
@@ -181,8 +188,11 @@ impl Metrics {
         self.duration_sum_ns.fetch_add(ns, Ordering::Relaxed);
     }
 
+    /// Counts a call as ended after `attempts` attempts (0: refused before its first), in
+    /// success or given up for a reason (see [`Metrics::attempt_sent`]). Once per call: a call
+    /// that never ends is not counted as one unless it sent an attempt.
     #[inline]
-    pub(crate) fn call_ended(&self, attempts: u32, outcome: Result<(), GiveUpReason>) {
+    pub fn call_ended(&self, attempts: u32, outcome: Result<(), GiveUpReason>) {
         if self.off {
             return;
         }

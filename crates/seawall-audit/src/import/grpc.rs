@@ -9,7 +9,8 @@
 //!   method).
 //! - `retryThrottling` (`maxTokens` in (0, 1000], `tokenRatio` > 0) is the layer's budget,
 //!   validated by seawall's own [`seawall::budget::GrpcThrottle`].
-//! - gRPC backs off with jitter (`random(0, current_backoff)`), so the layer counts as jittered.
+//! - gRPC backs off with jitter (`current_backoff · random(0.8, 1.2)` since gRFC A6's revision
+//!   of 2024-08-29, `random(0, current_backoff)` before), so the layer counts as jittered.
 //! - Validation is the core's own, [`seawall::grpc::ServiceConfig`] (the parser `GrpcRetryLayer`
 //!   runs on the client), so the audit refuses exactly the configs the layer refuses; this
 //!   module adds the line numbers and the worst-case view.
@@ -125,7 +126,13 @@ pub fn parse(path: &Path, text: &str, select: &Select) -> Result<Vec<RetryLayer>
 }
 
 /// The core's error, with the line of the part of the file it names.
-fn located(path: &Path, text: &str, lower: &str, raw: &[Value], e: &grpc::ConfigError) -> Error {
+fn located(
+    path: &Path,
+    text: &str,
+    lower: &str,
+    raw: &[Value],
+    e: &grpc::ServiceConfigError,
+) -> Error {
     let (field, expected) = match e.kind() {
         grpc::ErrorKind::Invalid { expected } => (e.path(), format!("{expected} (gRFC A6)")),
         grpc::ErrorKind::DuplicateName => (e.path(), "a method named only once (gRFC A6)".into()),
@@ -241,8 +248,11 @@ mod tests {
         let e = parse(Path::new("sc.json"), "{\n  \"methodConfig\": [\n", &Select::default())
             .unwrap_err();
         assert!(e.line().is_some(), "{e}");
-        // The core's rules (the client layer's parser), with the audit's lines.
-        let bad = CFG.replace("[\"UNAVAILABLE\"]", "[\"unavailable\"]");
+        // The core's rules (the client layer's parser), with the audit's lines. Names in any
+        // case are codes (A6); a name that is no code is refused.
+        let lower = CFG.replace("[\"UNAVAILABLE\"]", "[\"unavailable\"]");
+        assert!(parse(Path::new("sc.json"), &lower, &Select::default()).is_ok());
+        let bad = CFG.replace("[\"UNAVAILABLE\"]", "[\"UNAVAILABLE_\"]");
         let e = parse(Path::new("sc.json"), &bad, &Select::default()).unwrap_err();
         assert_eq!(e.line(), Some(3), "{e}");
         assert!(e.to_string().contains("retryPolicy.retryableStatusCodes"), "{e}");

@@ -11,7 +11,9 @@
 use seawall::classify::{Class, Transient};
 use seawall::deadline::Deadline;
 use seawall::hint::Hint;
-use seawall::policy::{Decision, GiveUp, GiveUpReason, RequestInfo};
+use seawall::policy::{
+    Decision, GiveUp, GiveUpReason, LastAttempt, RequestInfo, Upstream, upstream,
+};
 use seawall::rng::{Rng, SeededRng};
 use seawall::time::Instant;
 
@@ -447,22 +449,26 @@ impl Sim<'_> {
         }
     }
 
-    /// What the fail-fast layer answers upward for a call that ended with `result` after
-    /// `last`, as the tower client reads it: the explicit "overloaded; don't retry" is a 503
-    /// with a negative pushback; any other give-up passes the last answer up as it is (a shed
-    /// 503 keeps its Retry-After), a timed-out attempt as a 504.
+    /// What a layer answers upward for a call that ended with `result` after `last`: the
+    /// core's rule ([`seawall::policy::upstream`]), rendered as the tower client reads the
+    /// tower layers' answers — "overloaded; don't retry" as a 503 with a negative pushback, the
+    /// last answer as it is (a shed 503 keeps its Retry-After), a timed-out attempt as a 504
+    /// (a server error to the classifier). A layer without pushback (`pushback = false`)
+    /// answers every failure as a plain server error.
     fn upward(&self, result: Result<(), GiveUp>, last: (Class, Hint)) -> (Class, Hint) {
-        match result {
-            Ok(()) => (Class::Success, Hint::None),
-            Err(g) if g.reason() == GiveUpReason::NotRetryable => (Class::NeverRetry, Hint::None),
-            Err(g) if g.is_overloaded() && self.spec.pushback => {
-                (Class::Overloaded, Hint::DontRetry)
-            }
-            Err(_) if self.spec.pushback => match last {
-                (Class::Retryable(_), hint) if hint != Hint::None => last,
-                _ => (Class::Retryable(Transient::ServerError), Hint::None),
-            },
-            Err(_) => (Class::Retryable(Transient::ServerError), Hint::None),
+        let failed = (Class::Retryable(Transient::ServerError), Hint::None);
+        let last_attempt = match last.0 {
+            Class::Retryable(Transient::Timeout) => LastAttempt::TimedOut,
+            _ => LastAttempt::Answered,
+        };
+        match upstream(result, last_attempt) {
+            Upstream::Success => (Class::Success, Hint::None),
+            // The caller's own answer (a 404) is no failure of the layer's, pushback or not.
+            Upstream::Last if last.0 == Class::NeverRetry => (Class::NeverRetry, Hint::None),
+            _ if !self.spec.pushback => failed,
+            Upstream::DontRetry => (Class::Overloaded, Hint::DontRetry),
+            Upstream::Last => last,
+            Upstream::TimedOut => failed,
         }
     }
 

@@ -30,7 +30,7 @@
 
 use seawall::budget::GrpcThrottle;
 use seawall::classify::{Class, Transient};
-use seawall::grpc::{Code, HedgeState, HedgeVerdict, HedgingPolicy, Pushback};
+use seawall::grpc::{Code, HedgeState, HedgeVerdict, HedgingConfig, Pushback};
 use seawall::hint::Hint;
 use seawall::policy::Decision;
 
@@ -41,7 +41,7 @@ use super::{CallRec, Sim};
 /// A hedged client layer: its A6 policy and each instance's token bucket.
 #[derive(Debug)]
 pub(super) struct Hedging {
-    pub(super) policy: HedgingPolicy,
+    pub(super) policy: HedgingConfig,
     /// One per instance; `None` under `budget = "none"`.
     pub(super) throttles: Vec<Option<GrpcThrottle>>,
     /// What the layer's hedges did (over all its instances), for the report.
@@ -297,4 +297,4 @@ impl Sim<'_> {
     }
 }
 
-type HedgeParts<'a> = (&'a HedgingPolicy, Option<&'a GrpcThrottle>);
+type HedgeParts<'a> = (&'a HedgingConfig, Option<&'a GrpcThrottle>);

@@ -56,10 +56,18 @@ impl Code {
         u8::try_from(n).ok().filter(|&n| usize::from(n) < NAMES.len()).map(Code)
     }
 
-    /// The code for a canonical name (`"UNAVAILABLE"`), matched exactly as grpc-go and
-    /// grpc-java match it: upper case, no aliases.
+    /// The code for a canonical name (`"UNAVAILABLE"`), matched exactly: upper case, no
+    /// aliases.
     pub fn from_name(name: &str) -> Option<Code> {
         NAMES.iter().position(|n| *n == name).map(|i| Code(i as u8))
+    }
+
+    /// The code for a name in any case (`"unavailable"`, `"Unavailable"`), as gRFC A6 allows
+    /// in `retryableStatusCodes` and `nonFatalStatusCodes` ("the integer form or the
+    /// case-insensitive string form (eg. \[14\], \["UNAVAILABLE"\] or \["unavailable"\])").
+    /// ASCII case only: no aliases, no surrounding spaces.
+    pub fn from_name_ignore_case(name: &str) -> Option<Code> {
+        NAMES.iter().position(|n| n.eq_ignore_ascii_case(name)).map(|i| Code(i as u8))
     }
 
     /// Parses the `grpc-status` value a server sends: ASCII digits only. A number outside

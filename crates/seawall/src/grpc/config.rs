@@ -9,7 +9,8 @@
 //!   value is kept for reporting.
 //! - `initialBackoff` and `maxBackoff` are proto3 JSON durations greater than zero;
 //!   `backoffMultiplier` a finite number greater than zero; `retryableStatusCodes` and
-//!   `nonFatalStatusCodes` non-empty lists of status names (`"UNAVAILABLE"`) or numbers (0–16).
+//!   `nonFatalStatusCodes` non-empty lists of status names in any case (`"UNAVAILABLE"`,
+//!   `"unavailable"`) or numbers (0–16), as A6 allows.
 //!   `perAttemptRecvTimeout`, if set, is greater than zero; `hedgingDelay` defaults to `0s`.
 //! - A method config holds at most one of the two policies.
 //! - `name` entries: `{"service": s, "method": m}` for one method, `{"service": s}` for every
@@ -32,6 +33,7 @@ use serde_json::Value;
 
 use super::code::{Code, CodeSet};
 use super::duration::{DurationError, parse_duration};
+use crate::backoff::Backoff;
 use crate::budget::GrpcThrottle;
 
 /// gRFC A6's client-side cap on `maxAttempts` for both policies.
@@ -70,14 +72,14 @@ pub enum Name {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Policy {
     /// Retry after a failure (`retryPolicy`).
-    Retry(RetryPolicy),
+    Retry(RetryConfig),
     /// Send copies without waiting for a failure (`hedgingPolicy`).
-    Hedging(HedgingPolicy),
+    Hedging(HedgingConfig),
 }
 
 /// `retryPolicy`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RetryPolicy {
+pub struct RetryConfig {
     /// Attempts including the first, 2..=5 (after A6's clamp).
     pub max_attempts: u32,
     /// The `maxAttempts` the config asked for, before the clamp.
@@ -94,9 +96,18 @@ pub struct RetryPolicy {
     pub per_attempt_recv_timeout: Option<Duration>,
 }
 
+impl RetryConfig {
+    /// The backoff between its retries, gRFC A6's as revised on 2024-08-29: the n-th retry
+    /// since the last pushback waits `min(initialBackoff · backoffMultiplier^(n−1), maxBackoff)
+    /// · random(0.8, 1.2)`.
+    pub fn backoff(&self) -> Backoff {
+        Backoff::grpc(self.initial_backoff, self.max_backoff, self.backoff_multiplier)
+    }
+}
+
 /// `hedgingPolicy`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct HedgingPolicy {
+pub struct HedgingConfig {
     /// Attempts including the first, 2..=5 (after A6's clamp).
     pub max_attempts: u32,
     /// The `maxAttempts` the config asked for, before the clamp.
@@ -130,8 +141,8 @@ pub(crate) fn get<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
 
 impl ServiceConfig {
     /// Parses and validates a service config. See the [module docs](self) for the rules.
-    pub fn from_json(text: &str) -> Result<ServiceConfig, ConfigError> {
-        let root: Value = serde_json::from_str(text).map_err(|e| ConfigError {
+    pub fn from_json(text: &str) -> Result<ServiceConfig, ServiceConfigError> {
+        let root: Value = serde_json::from_str(text).map_err(|e| ServiceConfigError {
             path: String::new(),
             method_config: None,
             kind: ErrorKind::Syntax { message: e.to_string(), line: e.line(), column: e.column() },
@@ -140,9 +151,9 @@ impl ServiceConfig {
     }
 
     /// Validates an already-parsed JSON value.
-    pub fn from_value(root: &Value) -> Result<ServiceConfig, ConfigError> {
+    pub fn from_value(root: &Value) -> Result<ServiceConfig, ServiceConfigError> {
         if !root.is_object() {
-            return Err(ConfigError::invalid(String::new(), None, "a JSON object"));
+            return Err(ServiceConfigError::invalid(String::new(), None, "a JSON object"));
         }
         let throttling = get(root, "retryThrottling").map(throttling).transpose()?;
         let mut method_configs = Vec::new();
@@ -154,7 +165,7 @@ impl ServiceConfig {
                     let parsed = method_config(i, mc)?;
                     for (j, n) in parsed.names.iter().enumerate() {
                         if !seen.insert(n.clone()) {
-                            return Err(ConfigError {
+                            return Err(ServiceConfigError {
                                 path: format!("methodConfig[{i}].name[{j}]"),
                                 method_config: Some(i),
                                 kind: ErrorKind::DuplicateName,
@@ -165,7 +176,7 @@ impl ServiceConfig {
                 }
             }
             Some(_) => {
-                return Err(ConfigError::invalid("methodConfig".into(), None, "a list"));
+                return Err(ServiceConfigError::invalid("methodConfig".into(), None, "a list"));
             }
         }
         Ok(ServiceConfig { method_configs, throttling })
@@ -203,9 +214,9 @@ impl ServiceConfig {
     }
 }
 
-fn throttling(t: &Value) -> Result<Throttling, ConfigError> {
+fn throttling(t: &Value) -> Result<Throttling, ServiceConfigError> {
     let bad = |field: &str, expected| {
-        ConfigError::invalid(format!("retryThrottling.{field}"), None, expected)
+        ServiceConfigError::invalid(format!("retryThrottling.{field}"), None, expected)
     };
     let max = get(t, "maxTokens").and_then(Value::as_u64).filter(|m| (1..=1000).contains(m));
     let max = max.ok_or_else(|| bad("maxTokens", "an integer in (0, 1000]"))? as u32;
@@ -215,11 +226,15 @@ fn throttling(t: &Value) -> Result<Throttling, ConfigError> {
     Ok(Throttling { max_tokens: max, token_ratio: ratio })
 }
 
-fn method_config(i: usize, mc: &Value) -> Result<MethodConfig, ConfigError> {
+fn method_config(i: usize, mc: &Value) -> Result<MethodConfig, ServiceConfigError> {
     let at = |field: &str| format!("methodConfig[{i}].{field}");
-    let bad = |field: &str, expected| ConfigError::invalid(at(field), Some(i), expected);
+    let bad = |field: &str, expected| ServiceConfigError::invalid(at(field), Some(i), expected);
     if !mc.is_object() {
-        return Err(ConfigError::invalid(format!("methodConfig[{i}]"), Some(i), "an object"));
+        return Err(ServiceConfigError::invalid(
+            format!("methodConfig[{i}]"),
+            Some(i),
+            "an object",
+        ));
     }
     let mut names = Vec::new();
     match get(mc, "name") {
@@ -287,7 +302,7 @@ fn codes(v: Option<&Value>) -> Option<CodeSet> {
     let mut set = CodeSet::EMPTY;
     for c in list {
         let code = match c {
-            Value::String(s) => Code::from_name(s)?,
+            Value::String(s) => Code::from_name_ignore_case(s)?,
             Value::Number(n) => Code::from_i64(n.as_i64()?)?,
             _ => return None,
         };
@@ -296,9 +311,13 @@ fn codes(v: Option<&Value>) -> Option<CodeSet> {
     (!set.is_empty()).then_some(set)
 }
 
-fn retry_policy(i: usize, p: &Value) -> Result<RetryPolicy, ConfigError> {
+fn retry_policy(i: usize, p: &Value) -> Result<RetryConfig, ServiceConfigError> {
     let bad = |field: &str, expected| {
-        ConfigError::invalid(format!("methodConfig[{i}].retryPolicy.{field}"), Some(i), expected)
+        ServiceConfigError::invalid(
+            format!("methodConfig[{i}].retryPolicy.{field}"),
+            Some(i),
+            expected,
+        )
     };
     let positive = |field: &str| {
         get(p, field)
@@ -321,7 +340,7 @@ fn retry_policy(i: usize, p: &Value) -> Result<RetryPolicy, ConfigError> {
         None | Some(Value::Null) => None,
         Some(_) => Some(positive("perAttemptRecvTimeout")?),
     };
-    Ok(RetryPolicy {
+    Ok(RetryConfig {
         max_attempts,
         configured_max_attempts: configured,
         initial_backoff,
@@ -332,9 +351,13 @@ fn retry_policy(i: usize, p: &Value) -> Result<RetryPolicy, ConfigError> {
     })
 }
 
-fn hedging_policy(i: usize, p: &Value) -> Result<HedgingPolicy, ConfigError> {
+fn hedging_policy(i: usize, p: &Value) -> Result<HedgingConfig, ServiceConfigError> {
     let bad = |field: &str, expected| {
-        ConfigError::invalid(format!("methodConfig[{i}].hedgingPolicy.{field}"), Some(i), expected)
+        ServiceConfigError::invalid(
+            format!("methodConfig[{i}].hedgingPolicy.{field}"),
+            Some(i),
+            expected,
+        )
     };
     let (max_attempts, configured) =
         max_attempts(p).ok_or_else(|| bad("maxAttempts", "an integer greater than 1"))?;
@@ -346,7 +369,7 @@ fn hedging_policy(i: usize, p: &Value) -> Result<HedgingPolicy, ConfigError> {
     let non_fatal = codes(get(p, "nonFatalStatusCodes")).ok_or_else(|| {
         bad("nonFatalStatusCodes", "a non-empty list of status names (\"UNAVAILABLE\") or 0-16")
     })?;
-    Ok(HedgingPolicy {
+    Ok(HedgingConfig {
         max_attempts,
         configured_max_attempts: configured,
         hedging_delay,
@@ -358,4 +381,4 @@ mod error;
 #[cfg(test)]
 mod tests;
 
-pub use error::{ConfigError, ErrorKind};
+pub use error::{ErrorKind, ServiceConfigError};

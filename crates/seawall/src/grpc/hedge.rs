@@ -13,7 +13,7 @@
 //! when the next copy is due ([`HedgeState::next_at`]) and whether a failure ends the call.
 
 use super::code::Code;
-use super::config::HedgingPolicy;
+use super::config::HedgingConfig;
 use super::pushback::Pushback;
 use crate::budget::GrpcThrottle;
 use crate::time::Instant;
@@ -36,7 +36,7 @@ pub enum HedgeVerdict {
 
 impl HedgeState {
     /// A call whose first copy is sent at `now`.
-    pub fn new(policy: &HedgingPolicy, now: Instant) -> Self {
+    pub fn new(policy: &HedgingConfig, now: Instant) -> Self {
         let next_at = (policy.max_attempts > 1).then(|| now + policy.hedging_delay);
         HedgeState { sent: 1, next_at }
     }
@@ -55,7 +55,7 @@ impl HedgeState {
     /// `grpc-previous-rpc-attempts` value. A throttle at or below half stops new copies.
     pub fn send_due(
         &mut self,
-        policy: &HedgingPolicy,
+        policy: &HedgingConfig,
         now: Instant,
         throttle: Option<&GrpcThrottle>,
     ) -> Option<u32> {
@@ -83,7 +83,7 @@ impl HedgeState {
     /// A copy failed with `code` at `now`.
     pub fn on_failure(
         &mut self,
-        policy: &HedgingPolicy,
+        policy: &HedgingConfig,
         code: Code,
         pushback: Pushback,
         now: Instant,
@@ -115,8 +115,8 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
 
-    fn policy() -> HedgingPolicy {
-        HedgingPolicy {
+    fn policy() -> HedgingConfig {
+        HedgingConfig {
             max_attempts: 4,
             configured_max_attempts: 4,
             hedging_delay: 500 * MS,
@@ -172,7 +172,7 @@ mod tests {
         #[test]
         fn schedule_invariants(max in 2u32..=5, delay_ms in 0u64..100,
                                events in proptest::collection::vec((0u64..200, 0u8..4, 0u8..3), 0..30)) {
-            let p = HedgingPolicy { max_attempts: max, configured_max_attempts: u64::from(max),
+            let p = HedgingConfig { max_attempts: max, configured_max_attempts: u64::from(max),
                                     hedging_delay: Duration::from_millis(delay_ms),
                                     non_fatal: CodeSet::of(&[Code::UNAVAILABLE]) };
             let t = GrpcThrottle::new(1000, 0.1).unwrap();

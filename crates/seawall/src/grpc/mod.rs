@@ -36,13 +36,14 @@
 //! let mut rng = SeededRng::new(1);
 //! match call.on_failure(policy, Code::UNAVAILABLE, Pushback::Absent, throttle.as_ref(), &mut rng) {
 //!     RetryDecision::Retry { after, previous } => {
-//!         assert!(after < Duration::from_millis(100));
+//!         // initialBackoff · random(0.8, 1.2) (A6 as revised on 2024-08-29)
+//!         assert!(after >= Duration::from_millis(80) && after < Duration::from_millis(120));
 //!         assert_eq!(previous, 1); // grpc-previous-rpc-attempts: 1
 //!     }
 //!     RetryDecision::Stop(why) => unreachable!("{why:?}"),
 //! }
 //! assert_eq!(throttle.unwrap().tokens(), 9.0);
-//! # Ok::<(), seawall::grpc::ConfigError>(())
+//! # Ok::<(), seawall::grpc::ServiceConfigError>(())
 //! ```
 
 mod code;
@@ -54,8 +55,8 @@ pub mod retry;
 
 pub use code::{Code, CodeSet};
 pub use config::{
-    ConfigError, ErrorKind, HedgingPolicy, MethodConfig, Name, Policy, RetryPolicy, ServiceConfig,
-    Throttling,
+    ErrorKind, HedgingConfig, MethodConfig, Name, Policy, RetryConfig, ServiceConfig,
+    ServiceConfigError, Throttling,
 };
 pub use hedge::{HedgeState, HedgeVerdict};
 pub use pushback::Pushback;

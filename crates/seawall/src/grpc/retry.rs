@@ -7,9 +7,12 @@
 //!
 //! # A6, and where it differs from seawall's HTTP rules
 //!
-//! - **Backoff**: the n-th retry waits `random(0, min(initialBackoff · multiplier^(n−1),
-//!   maxBackoff))`, n counted since the last pushback. The HTTP policy's full jitter is the same
-//!   shape, but its base and cap come from seawall's `Backoff`, not from the service config.
+//! - **Backoff**: the n-th retry waits `min(initialBackoff · multiplier^(n−1), maxBackoff) ·
+//!   random(0.8, 1.2)`, n counted since the last pushback: A6 as revised on 2024-08-29, as
+//!   grpc-go and C-core do (A6 had `random(0, …)` before). It is a [`Backoff`](crate::backoff::Backoff) with
+//!   [`Jitter::Grpc`](crate::backoff::Jitter::Grpc), built from the service config by
+//!   [`RetryConfig::backoff`]; the HTTP policy's default is full jitter, `random(0, …)`, from
+//!   its own base and cap.
 //! - **Pushback**: a valid `grpc-retry-pushback-ms` *replaces* the delay (exactly that long,
 //!   unjittered) and restarts the exponential sequence at `initialBackoff`; a negative or
 //!   malformed one means no retry. The HTTP policy instead treats `Retry-Pushback-Ms` as a lower
@@ -26,9 +29,10 @@
 use std::time::Duration;
 
 use super::code::Code;
-use super::config::RetryPolicy;
+use super::config::RetryConfig;
 use super::pushback::Pushback;
 use crate::budget::GrpcThrottle;
+use crate::reason::GiveUpReason;
 use crate::rng::Rng;
 
 /// The state of one call under a retry policy.
@@ -70,6 +74,21 @@ pub enum StopReason {
     Deadline,
 }
 
+impl From<StopReason> for GiveUpReason {
+    /// The reason a gRPC call stopped, in the counters' words ([`crate::metrics`]): the
+    /// throttle is the budget (its refusals are retry overflow), a "don't retry" pushback is the
+    /// server's word, a deadline before the next retry is a deadline too close.
+    fn from(r: StopReason) -> GiveUpReason {
+        match r {
+            StopReason::NotRetryable => GiveUpReason::NotRetryable,
+            StopReason::Pushback => GiveUpReason::ServerSaidDontRetry,
+            StopReason::Throttled => GiveUpReason::BudgetExhausted,
+            StopReason::Exhausted => GiveUpReason::AttemptsExhausted,
+            StopReason::Deadline => GiveUpReason::DeadlineTooClose,
+        }
+    }
+}
+
 impl RetryState {
     /// A call whose first attempt is about to be sent.
     pub fn new() -> Self {
@@ -92,7 +111,7 @@ impl RetryState {
     /// throttle as A6 says. On `Retry` the state counts the retry as made.
     pub fn on_failure(
         &mut self,
-        policy: &RetryPolicy,
+        policy: &RetryConfig,
         code: Code,
         pushback: Pushback,
         throttle: Option<&GrpcThrottle>,
@@ -122,24 +141,14 @@ impl RetryState {
                 d
             }
             _ => {
-                let bound = backoff_bound(policy, self.since_pushback + 1);
                 self.since_pushback += 1;
-                bound.mul_f64(rng.next_f64())
+                policy.backoff().delay(self.since_pushback, false, Duration::ZERO, rng)
             }
         };
         let previous = self.attempts;
         self.attempts += 1;
         RetryDecision::Retry { after, previous }
     }
-}
-
-/// `min(initialBackoff · multiplier^(n−1), maxBackoff)` for the n-th retry (n ≥ 1) since the
-/// last pushback: the upper end of its uniformly random wait.
-pub fn backoff_bound(policy: &RetryPolicy, n: u32) -> Duration {
-    let exp = i32::try_from(n.saturating_sub(1)).unwrap_or(i32::MAX);
-    let secs = policy.initial_backoff.as_secs_f64() * policy.backoff_multiplier.powi(exp);
-    let cap = policy.max_backoff.as_secs_f64();
-    if secs.is_nan() || secs >= cap { policy.max_backoff } else { Duration::from_secs_f64(secs) }
 }
 
 #[cfg(test)]
@@ -159,8 +168,8 @@ mod tests {
         }
     }
 
-    fn policy(max_attempts: u32) -> RetryPolicy {
-        RetryPolicy {
+    fn policy(max_attempts: u32) -> RetryConfig {
+        RetryConfig {
             max_attempts,
             configured_max_attempts: u64::from(max_attempts),
             initial_backoff: Duration::from_millis(100),
@@ -178,30 +187,45 @@ mod tests {
         }
     }
 
-    #[test]
-    fn bound_is_a6_formula() {
-        let p = policy(5);
-        let ms = |n| backoff_bound(&p, n).as_millis();
-        assert_eq!([ms(1), ms(2), ms(3), ms(4)], [100, 300, 700, 700], "100·3^(n-1) capped at 700");
-        let mut huge = policy(5);
-        huge.backoff_multiplier = 1e308;
-        assert_eq!(backoff_bound(&huge, 40), huge.max_backoff, "overflow caps, never panics");
+    /// The ceiling of the n-th retry's wait: `min(initialBackoff · multiplier^(n−1), maxBackoff)`.
+    fn ceiling(p: &RetryConfig, n: u32) -> Duration {
+        p.backoff().ceiling(n, false)
     }
 
     #[test]
-    fn waits_are_random_zero_to_bound() {
+    fn ceiling_is_a6_formula() {
+        let p = policy(5);
+        let ms = |n| ceiling(&p, n).as_millis();
+        assert_eq!([ms(1), ms(2), ms(3), ms(4)], [100, 300, 700, 700], "100·3^(n-1) capped at 700");
+        let mut huge = policy(5);
+        huge.backoff_multiplier = 1e308;
+        assert_eq!(ceiling(&huge, 40), huge.max_backoff, "overflow caps, never panics");
+        let mut shrinking = policy(5);
+        shrinking.backoff_multiplier = 0.5; // A6 allows any multiplier > 0
+        assert_eq!(ceiling(&shrinking, 3), Duration::from_millis(25));
+    }
+
+    /// A6 since 2024-08-29: the ceiling times random(0.8, 1.2). Breaks if the layer goes back
+    /// to the older random(0, ceiling): a draw of 0.5 then waits half the ceiling, not all of it.
+    #[test]
+    fn waits_are_the_ceiling_within_twenty_percent() {
         let p = policy(5);
         let mut s = RetryState::new();
         let mut r = Fixed(0.5);
         let waits: Vec<_> = (0..4)
             .map(|_| delay(s.on_failure(&p, Code::UNAVAILABLE, Pushback::Absent, None, &mut r)))
             .collect();
-        assert_eq!(waits, [50, 150, 350, 350].map(Duration::from_millis));
+        assert_eq!(waits, [100, 300, 700, 700].map(Duration::from_millis));
+        let mut low = Fixed(0.0);
+        let mut s = RetryState::new();
+        let w = delay(s.on_failure(&p, Code::UNAVAILABLE, Pushback::Absent, None, &mut low));
+        assert_eq!(w, Duration::from_millis(80), "the smallest wait is 0.8 of the ceiling");
         let mut seeded = SeededRng::new(7);
         let mut s = RetryState::new();
         for n in 1..5 {
             let w = delay(s.on_failure(&p, Code::UNAVAILABLE, Pushback::Absent, None, &mut seeded));
-            assert!(w < backoff_bound(&p, n));
+            let c = ceiling(&p, n);
+            assert!(w >= c.mul_f64(0.8) && w < c.mul_f64(1.2), "retry {n}: {w:?} vs {c:?}");
         }
     }
 
@@ -215,7 +239,7 @@ mod tests {
         let d2 = delay(s.on_failure(&p, Code::UNAVAILABLE, Pushback::Absent, None, &mut r));
         let d3 = delay(s.on_failure(&p, Code::UNAVAILABLE, push, None, &mut r));
         let d4 = delay(s.on_failure(&p, Code::UNAVAILABLE, Pushback::Absent, None, &mut r));
-        assert_eq!([d1, d2, d3, d4], [50, 150, 1234, 50].map(Duration::from_millis));
+        assert_eq!([d1, d2, d3, d4], [100, 300, 1234, 100].map(Duration::from_millis));
         // A pushback on a code that is not retryable does not make it retryable.
         let mut s = RetryState::new();
         let d = s.on_failure(&p, Code::INTERNAL, push, None, &mut r);

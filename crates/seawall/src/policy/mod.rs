@@ -57,7 +57,7 @@ use crate::rng::{Rng, SeedSource, SeededRng};
 use crate::time::Instant;
 
 pub use config::{MAX_ATTEMPTS, PolicyConfig, Role};
-pub use outcome::{Decision, GiveUp, GiveUpReason};
+pub use outcome::{Decision, GiveUp, GiveUpReason, LastAttempt, Upstream, upstream};
 
 /// What the policy needs to know about a request before the first attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,6 +7,53 @@ use super::Role;
 use crate::classify::Class;
 pub use crate::reason::GiveUpReason;
 
+/// How a call's last attempt ended, as far as [`upstream`] needs to know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LastAttempt {
+    /// The dependency answered (any status).
+    Answered,
+    /// The transport failed (refused, reset, …).
+    Failed,
+    /// The attempt's own timeout fired.
+    TimedOut,
+    /// No attempt was sent: the policy refused the first.
+    NotSent,
+}
+
+/// What the caller above a layer is told when the layer's call ended: the one rule of "fail
+/// fast" that the tower layers render as responses and the simulator as classes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Upstream {
+    /// The call succeeded: its answer, as it is.
+    Success,
+    /// "Overloaded; don't retry" (HTTP 503 + `Retry-Pushback-Ms: -1`, gRPC UNAVAILABLE +
+    /// `grpc-retry-pushback-ms: -1`): the give-up is [`GiveUp::is_overloaded`], or nothing
+    /// was sent that could be passed up.
+    DontRetry,
+    /// The last attempt's outcome as it is — the answer with its status and hints, or the
+    /// transport error — for the one owner above to judge (and retry once, within its budget).
+    Last,
+    /// The last attempt timed out: a gateway timeout (HTTP 504, gRPC UNAVAILABLE), which the
+    /// owner above may retry.
+    TimedOut,
+}
+
+/// What a layer passes to its caller when its call ended with `outcome` after `last`.
+///
+/// ```
+/// use seawall::policy::{upstream, LastAttempt, Upstream};
+/// assert_eq!(upstream(Ok(()), LastAttempt::Answered), Upstream::Success);
+/// ```
+pub fn upstream(outcome: Result<(), GiveUp>, last: LastAttempt) -> Upstream {
+    match (outcome, last) {
+        (Ok(()), _) => Upstream::Success,
+        (Err(g), _) if g.is_overloaded() => Upstream::DontRetry,
+        (Err(_), LastAttempt::Answered | LastAttempt::Failed) => Upstream::Last,
+        (Err(_), LastAttempt::TimedOut) => Upstream::TimedOut,
+        (Err(_), LastAttempt::NotSent) => Upstream::DontRetry,
+    }
+}
+
 /// A give-up: why, and whether to tell the caller "overloaded; don't retry".
 ///
 /// Only the policy builds one, from the reason, the layer's [`Role`] and the call's last
@@ -75,4 +122,53 @@ pub enum Decision {
     },
     /// Stop and report.
     GiveUp(GiveUp),
+}
+
+#[cfg(test)]
+mod upstream_tests {
+    use super::*;
+    use crate::classify::Transient;
+
+    /// The fail-fast rule: refusals and an owner's exhaustion go up as "don't retry"; a
+    /// fail-fast layer's transient failure goes up as it is (a timeout as a gateway timeout),
+    /// so only the owner retries it. Breaks if a fail-fast layer's 503 were turned into
+    /// "don't retry" (the owner could not retry once: goodput drops), or an owner's exhaustion
+    /// passed up as it is (the layer above multiplies).
+    #[test]
+    fn the_fail_fast_rule() {
+        let retryable = Some(Class::Retryable(Transient::ServerError));
+        let ff = |r, last| GiveUp::new(r, Role::FailFast, last);
+        let owner = |r, last| GiveUp::new(r, Role::Owner, last);
+        let cases = [
+            (ff(GiveUpReason::AttemptsExhausted, retryable), LastAttempt::Answered, Upstream::Last),
+            (ff(GiveUpReason::AttemptsExhausted, retryable), LastAttempt::Failed, Upstream::Last),
+            (
+                ff(GiveUpReason::AttemptsExhausted, retryable),
+                LastAttempt::TimedOut,
+                Upstream::TimedOut,
+            ),
+            (
+                ff(GiveUpReason::AttemptsExhausted, Some(Class::Throttled)),
+                LastAttempt::Answered,
+                Upstream::DontRetry,
+            ),
+            (
+                owner(GiveUpReason::AttemptsExhausted, retryable),
+                LastAttempt::Answered,
+                Upstream::DontRetry,
+            ),
+            (
+                ff(GiveUpReason::BudgetExhausted, retryable),
+                LastAttempt::Answered,
+                Upstream::DontRetry,
+            ),
+            (ff(GiveUpReason::CircuitOpen, None), LastAttempt::NotSent, Upstream::DontRetry),
+            (ff(GiveUpReason::NotRetryable, retryable), LastAttempt::Answered, Upstream::Last),
+            (ff(GiveUpReason::Abandoned, None), LastAttempt::NotSent, Upstream::DontRetry),
+        ];
+        for (g, last, want) in cases {
+            assert_eq!(upstream(Err(g), last), want, "{g:?} after {last:?}");
+        }
+        assert_eq!(upstream(Ok(()), LastAttempt::Answered), Upstream::Success);
+    }
 }

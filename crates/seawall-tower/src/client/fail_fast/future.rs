@@ -8,6 +8,7 @@ use std::task::{Context, Poll, ready};
 use http::{Request, Response};
 use pin_project_lite::pin_project;
 use seawall::budget::Budget;
+use seawall::policy::{Upstream, upstream};
 use seawall::time::Clock;
 use tower_service::Service;
 
@@ -41,18 +42,21 @@ where
     }
 }
 
-/// What a fail-fast layer answers when its policy gave up: the explicit overload signal, or the
-/// failure as it is, for the owner above to retry within its own budget.
+/// What a fail-fast layer answers when its policy gave up, by the core's rule
+/// ([`seawall::policy::upstream`]): the explicit overload signal, or the failure as it is, for
+/// the owner above to retry within its own budget.
 fn answer<RB: Default>(e: GaveUpError<RB>) -> Result<Response<RB>, BoxError> {
-    if e.is_overloaded() {
-        return Ok(e.into_response());
-    }
     let grpc = e.is_grpc();
-    match e.into_last() {
-        LastOutcome::Response(r) => Ok(r),
-        LastOutcome::Error(err) => Err(err),
-        LastOutcome::TimedOut => Ok(timed_out_response(grpc)),
-        _ => Ok(overloaded_response(grpc)),
+    match upstream(Err(e.give_up()), e.last_attempt()) {
+        Upstream::DontRetry => Ok(overloaded_response(grpc)),
+        Upstream::TimedOut => Ok(timed_out_response(grpc)),
+        Upstream::Last | Upstream::Success => match e.into_last() {
+            LastOutcome::Response(r) => Ok(r),
+            LastOutcome::Error(err) => Err(err),
+            // `upstream` passes the last outcome only when there is one.
+            LastOutcome::TimedOut => Ok(timed_out_response(grpc)),
+            LastOutcome::NotSent => Ok(overloaded_response(grpc)),
+        },
     }
 }
 

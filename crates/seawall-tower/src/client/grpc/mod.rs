@@ -23,11 +23,26 @@
 //!   entry, else the service's, else the `{}` default). No policy: the call is sent once.
 //! - **Deadline**: the earliest of the request's own timeout (`tonic::Request::set_timeout`),
 //!   the method config's `timeout`, and the deadline the task inherited
-//!   ([`crate::propagate::current`]). A6: it bounds the whole chain of attempts; a retry whose
-//!   backoff would end past it is not made.
-//! - **Retry policy**: a status in `retryableStatusCodes` is retried after `random(0,
-//!   min(initialBackoff·multiplier^(n−1), maxBackoff))`; a valid `grpc-retry-pushback-ms`
-//!   replaces that wait and restarts the sequence; a negative or malformed one stops retries.
+//!   ([`crate::propagate::current`]). A6: it bounds the whole chain of attempts. A retry whose
+//!   backoff would end past it is not made, and the caller gets the last attempt's status
+//!   (say `UNAVAILABLE`) at once. C-core instead waits until the deadline and returns
+//!   `DEADLINE_EXCEEDED` then; seawall answers at once because waiting would hold the caller
+//!   (and its own caller's slot) with nothing left to gain, and the last status names the
+//!   cause, where `DEADLINE_EXCEEDED` would point at the caller's timeout. A deadline that
+//!   passes while an attempt is in flight ends the call with `DEADLINE_EXCEEDED`.
+//! - **Metrics**: every call counts into the layer's core [`Metrics`] by the HTTP layers' rules
+//!   (attempts by number, hedged copies included; the end once, with its give-up reason; a
+//!   dropped call as abandoned), and [`GrpcRetryLayer::with_metrics`] exports them through a
+//!   [`ClientMetrics`] under the same `seawall_client_*` names, so `seawall detect` and the
+//!   alert rules read a gRPC client as they read an HTTP one.
+//! - **Clock**: deadlines and the `grpc-timeout` sent with each attempt (the time left) are
+//!   read from the layer's clock ([`GrpcRetryLayer::with_clock`], the system's by default);
+//!   waits are tokio's timers, so `.with_clock(TokioClock)` on a paused runtime runs a call's
+//!   whole chain of backoffs on virtual time ([`crate::time`]).
+//! - **Retry policy**: a status in `retryableStatusCodes` is retried after
+//!   `min(initialBackoff·multiplier^(n−1), maxBackoff) · random(0.8, 1.2)` (A6 as revised on
+//!   2024-08-29, as grpc-go and C-core wait); a valid `grpc-retry-pushback-ms` replaces that
+//!   wait and restarts the sequence; a negative or malformed one stops retries.
 //!   `perAttemptRecvTimeout` cancels an attempt still waiting for its response headers as
 //!   `CANCELLED` (grpc-core's status for it), retried only if that code is listed.
 //! - **Hedging policy**: a copy every `hedgingDelay` up to `maxAttempts`; the first `OK` (or
@@ -77,14 +92,17 @@ use std::time::Duration;
 
 use http::Request;
 use seawall::budget::GrpcThrottle;
-use seawall::grpc::{ConfigError, ServiceConfig, StopReason};
+use seawall::grpc::{ServiceConfig, ServiceConfigError, StopReason};
+use seawall::metrics::Metrics;
 use seawall::rng::SeedSource;
+use seawall::time::{Clock, SystemClock};
 use tower_layer::Layer;
 use tower_service::Service;
 
 pub use legacy::{Buffer, BufferLayer, IntoTonic, IntoTonicLayer};
 
 use crate::client::future::ResponseFuture;
+use crate::client::metrics::ClientMetrics;
 use crate::client::retry::BoxError;
 
 /// The default largest request replayed: 64 KiB.
@@ -121,7 +139,12 @@ pub enum GrpcEvent {
 
 type Observer = Arc<dyn Fn(&GrpcEvent) + Send + Sync>;
 
-pub(crate) struct Shared {
+pub(crate) struct Shared<C> {
+    clock: C,
+    /// The layer's counters, the HTTP layers' kind ([`seawall::metrics`]).
+    core: Arc<Metrics>,
+    /// Where successful calls' durations go, when attached.
+    metrics: Option<Arc<ClientMetrics>>,
     config: ServiceConfig,
     throttle: Option<Arc<GrpcThrottle>>,
     seeds: SeedSource,
@@ -129,7 +152,7 @@ pub(crate) struct Shared {
     observer: Option<Observer>,
 }
 
-impl Shared {
+impl<C> Shared<C> {
     fn emit(&self, e: GrpcEvent) {
         if let Some(o) = &self.observer {
             o(&e);
@@ -140,7 +163,10 @@ impl Shared {
 /// Retries and hedges tonic calls by a gRPC service config, as gRFC A6 specifies. See the
 /// [module docs](self).
 #[derive(Clone)]
-pub struct GrpcRetryLayer {
+pub struct GrpcRetryLayer<C = SystemClock> {
+    clock: C,
+    core: Arc<Metrics>,
+    metrics: Option<Arc<ClientMetrics>>,
     config: Arc<ServiceConfig>,
     throttle: Option<Arc<GrpcThrottle>>,
     seed: Option<u64>,
@@ -148,21 +174,26 @@ pub struct GrpcRetryLayer {
     observer: Option<Observer>,
 }
 
-impl fmt::Debug for GrpcRetryLayer {
+impl<C: fmt::Debug> fmt::Debug for GrpcRetryLayer<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GrpcRetryLayer")
             .field("config", &self.config)
             .field("throttle", &self.throttle)
             .field("buffer_limit", &self.buffer_limit)
+            .field("clock", &self.clock)
             .finish_non_exhaustive()
     }
 }
 
 impl GrpcRetryLayer {
-    /// A layer for `config`, with a full token bucket if it sets `retryThrottling`.
+    /// A layer for `config`, with a full token bucket if it sets `retryThrottling`, on the
+    /// system's clock.
     pub fn new(config: ServiceConfig) -> Self {
         let throttle = config.throttling().map(|t| Arc::new(t.throttle()));
         GrpcRetryLayer {
+            clock: SystemClock,
+            core: Arc::new(Metrics::new()),
+            metrics: None,
             config: Arc::new(config),
             throttle,
             seed: None,
@@ -172,8 +203,44 @@ impl GrpcRetryLayer {
     }
 
     /// Parses a service config (JSON) strictly; see [`seawall::grpc::config`] for the rules.
-    pub fn from_json(text: &str) -> Result<Self, ConfigError> {
+    pub fn from_json(text: &str) -> Result<Self, ServiceConfigError> {
         ServiceConfig::from_json(text).map(Self::new)
+    }
+}
+
+impl<C: Clock + Clone> GrpcRetryLayer<C> {
+    /// Reads the time from `clock` (deadlines, the time left sent as `grpc-timeout`, the
+    /// hedging schedule); waits are tokio's timers, so under a paused runtime
+    /// `.with_clock(`[`TokioClock`](crate::time::TokioClock)`)` runs every backoff and
+    /// deadline on virtual time ([`crate::time`]).
+    pub fn with_clock<C2: Clock + Clone>(self, clock: C2) -> GrpcRetryLayer<C2> {
+        let GrpcRetryLayer {
+            clock: _,
+            core,
+            metrics,
+            config,
+            throttle,
+            seed,
+            buffer_limit,
+            observer,
+        } = self;
+        GrpcRetryLayer { clock, core, metrics, config, throttle, seed, buffer_limit, observer }
+    }
+
+    /// Records every call into `metrics` ([`ClientMetrics`]), as the HTTP layers do: calls,
+    /// attempts by number (hedged copies included), retries, give-ups by reason (the throttle's
+    /// refusals as retry overflow, [`GiveUpReason::from`](seawall::policy::GiveUpReason)) and
+    /// successful calls' durations, exported under the same `seawall_client_*` names.
+    pub fn with_metrics(mut self, metrics: Arc<ClientMetrics>) -> Self {
+        metrics.attach(&self.core);
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// The layer's own counters (every service it builds counts into them), with or without
+    /// [`with_metrics`](Self::with_metrics).
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.core
     }
 
     /// Seeds the backoff's random draws (default: from entropy, different in every process).
@@ -213,12 +280,15 @@ impl GrpcRetryLayer {
     }
 }
 
-impl<S> Layer<S> for GrpcRetryLayer {
-    type Service = GrpcRetry<S>;
+impl<S, C: Clock + Clone> Layer<S> for GrpcRetryLayer<C> {
+    type Service = GrpcRetry<S, C>;
 
-    fn layer(&self, inner: S) -> GrpcRetry<S> {
+    fn layer(&self, inner: S) -> GrpcRetry<S, C> {
         let seeds = self.seed.map_or_else(SeedSource::from_entropy, SeedSource::new);
         let shared = Shared {
+            clock: self.clock.clone(),
+            core: self.core.clone(),
+            metrics: self.metrics.clone(),
             config: (*self.config).clone(),
             throttle: self.throttle.clone(),
             seeds,
@@ -230,20 +300,26 @@ impl<S> Layer<S> for GrpcRetryLayer {
 }
 
 /// See [`GrpcRetryLayer`].
-#[derive(Clone)]
-pub struct GrpcRetry<S> {
+pub struct GrpcRetry<S, C = SystemClock> {
     inner: S,
-    shared: Arc<Shared>,
+    shared: Arc<Shared<C>>,
 }
 
-impl<S: fmt::Debug> fmt::Debug for GrpcRetry<S> {
+impl<S: Clone, C> Clone for GrpcRetry<S, C> {
+    fn clone(&self) -> Self {
+        GrpcRetry { inner: self.inner.clone(), shared: self.shared.clone() }
+    }
+}
+
+impl<S: fmt::Debug, C> fmt::Debug for GrpcRetry<S, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GrpcRetry").field("inner", &self.inner).finish_non_exhaustive()
     }
 }
 
-impl<S> Service<Request<tonic::body::Body>> for GrpcRetry<S>
+impl<S, C> Service<Request<tonic::body::Body>> for GrpcRetry<S, C>
 where
+    C: Clock + Clone + 'static,
     S: Service<Request<tonic::body::Body>, Response = http::Response<tonic::body::Body>>
         + Clone
         + Send

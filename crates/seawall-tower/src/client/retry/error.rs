@@ -125,6 +125,17 @@ impl<B> GaveUpError<B> {
         }
     }
 
+    /// How the last attempt ended, for [`seawall::policy::upstream`].
+    pub(crate) fn last_attempt(&self) -> seawall::policy::LastAttempt {
+        use seawall::policy::LastAttempt as A;
+        match self.last {
+            Last::Response(_) => A::Answered,
+            Last::Error(_) => A::Failed,
+            Last::TimedOut => A::TimedOut,
+            Last::NotSent => A::NotSent,
+        }
+    }
+
     /// The last outcome, by value.
     pub fn into_last(self) -> LastOutcome<B> {
         match self.last {

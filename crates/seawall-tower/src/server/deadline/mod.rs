@@ -84,8 +84,8 @@ mod time_left;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use http::{HeaderMap, Request, Response, StatusCode};
-use seawall::deadline::{Deadline, TimeoutParseError, parse_grpc_timeout, parse_timeout_ms};
+use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
+use seawall::deadline::{self, Deadline, TimeoutParseError};
 use seawall::time::{Clock, Instant, SystemClock};
 use tower_service::Service;
 
@@ -102,33 +102,22 @@ use crate::wire::{self, DeadlineClock, RequestDeadline};
 
 /// Reads the deadline of a request from its headers at `now`: the smaller of `Request-Timeout-Ms`
 /// and `grpc-timeout` when present, else `default`; clamped to `max`. A header that is present but
-/// malformed is an error (the caller decides whether to reject or ignore it).
+/// malformed (or repeated) is an error (the caller decides whether to reject or ignore it). The
+/// rule is the core's, [`seawall::deadline::resolve`], on the headers' values.
 pub fn resolve(
     headers: &HeaderMap,
     now: Instant,
     default: Duration,
     max: Duration,
 ) -> Result<Deadline, TimeoutParseError> {
-    let mut timeout: Option<Duration> = None;
-    for name in [wire::REQUEST_TIMEOUT_MS, wire::GRPC_TIMEOUT] {
-        if headers.get_all(name).iter().nth(1).is_some() {
-            return Err(TimeoutParseError::Repeated);
-        }
-    }
-    if let Some(v) = headers.get(wire::REQUEST_TIMEOUT_MS) {
-        let parsed =
-            match v.to_str().map_err(|_| TimeoutParseError::NotDigits).and_then(parse_timeout_ms) {
-                Err(TimeoutParseError::TooLong) => Ok(max),
-                other => other,
-            }?;
-        timeout = Some(parsed);
-    }
-    if let Some(v) = headers.get(wire::GRPC_TIMEOUT) {
-        let parsed =
-            v.to_str().map_err(|_| TimeoutParseError::NotDigits).and_then(parse_grpc_timeout)?;
-        timeout = Some(timeout.map_or(parsed, |t| t.min(parsed)));
-    }
-    Ok(Deadline::from_header_timeout(now, timeout.unwrap_or(default), max))
+    let values = |name| headers.get_all(name).into_iter().map(HeaderValue::as_bytes);
+    deadline::resolve(
+        values(wire::REQUEST_TIMEOUT_MS),
+        values(wire::GRPC_TIMEOUT),
+        now,
+        default,
+        max,
+    )
 }
 
 /// The service [`DeadlineLayer`] makes.
@@ -165,7 +154,7 @@ where
         let deadline = match resolve(req.headers(), now, self.default, self.max) {
             Ok(d) => d,
             Err(_) if self.malformed == MalformedTimeout::Ignore => {
-                Deadline::after(now, self.default.min(self.max))
+                Deadline::from_header_timeout(now, self.default, self.max)
             }
             Err(_) => {
                 return ResponseFuture::immediate(response::refuse(
@@ -201,7 +190,6 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http::HeaderValue;
 
     const S: Duration = Duration::from_secs(1);
 

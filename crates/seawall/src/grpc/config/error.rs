@@ -4,7 +4,7 @@ use std::fmt;
 
 /// A service config gRPC would refuse, and where.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ConfigError {
+pub struct ServiceConfigError {
     pub(super) path: String,
     pub(super) method_config: Option<usize>,
     pub(super) kind: ErrorKind,
@@ -32,13 +32,13 @@ pub enum ErrorKind {
     DuplicateName,
 }
 
-impl ConfigError {
+impl ServiceConfigError {
     pub(super) fn invalid(
         path: String,
         method_config: Option<usize>,
         expected: &'static str,
     ) -> Self {
-        ConfigError { path, method_config, kind: ErrorKind::Invalid { expected } }
+        ServiceConfigError { path, method_config, kind: ErrorKind::Invalid { expected } }
     }
 
     /// The JSON path of the offending value, e.g. `methodConfig[0].retryPolicy.maxAttempts`
@@ -58,7 +58,7 @@ impl ConfigError {
     }
 }
 
-impl fmt::Display for ConfigError {
+impl fmt::Display for ServiceConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
             ErrorKind::Syntax { message, .. } => {
@@ -74,4 +74,4 @@ impl fmt::Display for ConfigError {
     }
 }
 
-impl std::error::Error for ConfigError {}
+impl std::error::Error for ServiceConfigError {}

@@ -13,7 +13,7 @@ const CFG: &str = r#"{
   "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}
 }"#;
 
-fn err(text: &str) -> ConfigError {
+fn err(text: &str) -> ServiceConfigError {
     ServiceConfig::from_json(text).unwrap_err()
 }
 
@@ -73,7 +73,12 @@ fn invalid_configs_name_the_field() {
         ("[\"UNAVAILABLE\", 4]", "[]", "methodConfig[0].retryPolicy.retryableStatusCodes"),
         (
             "[\"UNAVAILABLE\", 4]",
-            "[\"unavailable\"]",
+            "[\"unavailable \"]",
+            "methodConfig[0].retryPolicy.retryableStatusCodes",
+        ),
+        (
+            "[\"UNAVAILABLE\", 4]",
+            "[\"UNAVAIL\"]",
             "methodConfig[0].retryPolicy.retryableStatusCodes",
         ),
         ("[\"UNAVAILABLE\", 4]", "[17]", "methodConfig[0].retryPolicy.retryableStatusCodes"),
@@ -182,4 +187,27 @@ proptest! {
     fn arbitrary_text_never_panics(text in "\\PC{0,200}") {
         let _ = ServiceConfig::from_json(&text);
     }
+}
+
+/// A6: "`retryableStatusCodes` … may be specified in the integer form or the case-insensitive
+/// string form (eg. [14], ["UNAVAILABLE"] or ["unavailable"])". Breaks if names are matched in
+/// upper case only (as grpc-go and grpc-java match them) or numbers are refused.
+#[test]
+fn status_codes_in_integer_and_any_case_form() {
+    let with = |codes: &str| {
+        let json = format!(
+            r#"{{"methodConfig": [{{"name": [{{}}], "retryPolicy": {{"maxAttempts": 2,
+              "initialBackoff": "1s", "maxBackoff": "1s", "backoffMultiplier": 1,
+              "retryableStatusCodes": {codes}}}}}]}}"#
+        );
+        match ServiceConfig::from_json(&json).unwrap().lookup("a.A", "m").unwrap().policy.clone() {
+            Some(Policy::Retry(p)) => p.retryable,
+            other => panic!("{other:?}"),
+        }
+    };
+    let unavailable = CodeSet::of(&[Code::UNAVAILABLE]);
+    for form in ["[14]", r#"["UNAVAILABLE"]"#, r#"["unavailable"]"#, r#"["Unavailable"]"#] {
+        assert_eq!(with(form), unavailable, "{form}");
+    }
+    assert_eq!(with(r#"["deadline_exceeded", 14]"#), unavailable.with(Code::DEADLINE_EXCEEDED));
 }
