@@ -15,7 +15,15 @@ settings through a recording proxy, and the file gets the proxy's answers, the s
 labels the schedule implies (what each interval should be called, or nothing where a verdict may
 honestly go either way: the seconds a rate window takes to see a change).
 
-usage: make.py SEAWALL_BIN OUT_DIR [SCENARIO ...]     (default: every scenario, 3 at a time)
+The lab scenarios are replay files instead: `seawall lab` on its own baseline and seawall
+stacks (real tiers on loopback, a fault at the dependency), and `seawall lab --target` on the
+HAProxy + nginx stack of crates/seawall-lab/stack/ (before: every layer retrying; after: one
+owner). Each configuration's run is kept as the results.json the lab wrote (`replay`), which
+`seawall detect --replay` reads; its labels come from the schedule and, after the fault, from
+what the run served (the lab's judgement of its own goodput: recovered at N s, or stayed down).
+
+usage: make.py SEAWALL_BIN OUT_DIR [SCENARIO ...]     (default: every scenario, 3 at a time;
+                                                       the lab ones one at a time, after)
        make.py --list
 """
 
@@ -56,6 +64,125 @@ SCENARIOS = {
     "grpc-client-stop-2": dict(seconds=60, rate=50, throttle=False, faults=[], steps=[], stop=30),
     "grpc-outage-4m": dict(seconds=300, rate=50, throttle=False, faults=[(25, 265)], steps=[], stop=None),
 }
+
+# The replay scenarios: a lab run per configuration, its results.json replayed by detect.
+# kind "lab": `seawall lab --config CONFIG`; kind "stack": `seawall lab --target` on the example
+# stack, started by crates/seawall-lab/stack/example.sh. `throttle`: retries are bounded there
+# (no storm is right); faults as (from, to) seconds of the run.
+STACK = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                      "../../../seawall-lab/stack/example.sh"))
+LAB_SCENARIOS = {
+    "lab-baseline": dict(kind="lab", config="baseline", seconds=60, rate=40, throttle=False,
+                         fault="fail", faults=[(25, 35)], steps=[], stop=None),
+    "lab-seawall": dict(kind="lab", config="seawall", seconds=60, rate=40, throttle=True,
+                        fault="fail", faults=[(25, 35)], steps=[], stop=None),
+    "stack-haproxy-nginx-before": dict(kind="stack", config="before", seconds=45, rate=20,
+                                       throttle=False, fault="slow,latency=90", faults=[(20, 25)],
+                                       steps=[], stop=None),
+    "stack-haproxy-nginx-after": dict(kind="stack", config="after", seconds=45, rate=20,
+                                      throttle=True, fault="slow,latency=90", faults=[(20, 25)],
+                                      steps=[], stop=None),
+}
+# Replays have no rate window: a change shows in the interval it happens in, and attempts per
+# call are judged over three intervals (a jump counts once two of them hold it).
+REPLAY_ALLOW_S = 3
+REPLAY_LABEL_FROM_S = 10
+# detect's grace after the trigger's end before a failure that persists is `metastable`.
+GRACE_S = 10
+
+
+def replay_labels(sc, run):
+    """Labels for one lab run: the schedule before and during the fault; after it, what the run
+    served (its own verdict: recovered N s after the fault, or stayed down)."""
+    end = sc["seconds"]
+    per = {t: (["healthy"], "steady traffic, no fault") for t in range(REPLAY_LABEL_FROM_S, end)}
+
+    def mark(a, b, kinds, why):
+        for t in range(max(a, REPLAY_LABEL_FROM_S), min(b, end)):
+            per[t] = (kinds, why) if kinds else None
+
+    f0, f1 = sc["faults"][0]
+    if sc["throttle"]:
+        during, why = ["degraded", "healthy", "recovering"], "fault; retries bounded: not a storm"
+    else:
+        during, why = ["retry_storm"], "fault; every layer retrying"
+    mark(f0, f0 + REPLAY_ALLOW_S, None, "")
+    mark(f0 + REPLAY_ALLOW_S, f1, during, why)
+    v = run["verdict"]
+    if v["kind"] == "recovered":
+        back = f1 + int(v.get("recovery_s") or 0)
+        mark(f1, back + REPLAY_ALLOW_S + 3, None, "")
+        mark(back + REPLAY_ALLOW_S + 3, end, ["healthy", "recovering"],
+             f"goodput back {v.get('recovery_s')} s after the fault (the run's own verdict)")
+    elif v["kind"] == "stays_down":
+        mark(f1, f1 + GRACE_S + REPLAY_ALLOW_S, None, "")
+        mark(f1 + GRACE_S + REPLAY_ALLOW_S, end, ["metastable"],
+             "goodput stayed down after the fault ended (the run's own verdict)")
+    else:
+        mark(f1, end, None, "")
+    out = []
+    for t in sorted(per):
+        w = per[t]
+        if w is None:
+            continue
+        if out and out[-1][2] == w[0] and out[-1][3] == w[1] and out[-1][1] == t:
+            out[-1][1] = t + 1
+        else:
+            out.append([t, t + 1, w[0], w[1]])
+    return [dict(from_s=a, to_s=b, expect=k, why=w) for a, b, k, w in out]
+
+
+def make_lab(seawall, out_dir, name):
+    """Runs one lab scenario and writes its replay file."""
+    sc = LAB_SCENARIOS[name]
+    tmp = tempfile.mkdtemp(prefix=f"seawall-corpus-{name}-")
+    f0, f1 = sc["faults"][0]
+    kind, _, extra = sc["fault"].partition(",")
+    common = ["--rate", str(sc["rate"]), "--duration", str(sc["seconds"]), "--out", tmp]
+    if sc["kind"] == "lab":
+        cmd = [seawall, "lab", "--config", sc["config"], "--capacity", "50", "--workers", "2",
+               "--fault", f"{kind}:{f1 - f0}", "--at", str(f0)] + common
+    else:
+        ports = [free_port() for _ in range(7)]
+        edge, nginx, proxy, dep = ports[:4]
+        env = (f"EDGE_PORT={edge} NGINX_PORT={nginx} BACKEND_PORTS='{ports[4]} {ports[5]} {ports[6]}' "
+               f"PROXY_PORT={proxy} DEP_PORT={dep} SEAWALL={seawall}")
+        fault = f"dep:{kind}:{f1 - f0}@{f0}" + (f",{extra}" if extra else "")
+        cmd = [seawall, "lab", "--target", f"http://127.0.0.1:{edge}/checkout",
+               "--proxy", f"dep=127.0.0.1:{proxy},127.0.0.1:{dep}", "--fault", fault,
+               "--deadline-ms", "5000",
+               "--config", f"{sc['config']}={env} sh {STACK} {sc['config']} {tmp}/{sc['config']}"] + common
+    print(f"{name}: {' '.join(cmd)}", file=sys.stderr, flush=True)
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    if run.returncode != 0:
+        raise SystemExit(f"{name}: the lab failed ({run.returncode}): {run.stderr}")
+    with open(os.path.join(tmp, "results.json")) as f:
+        results = json.load(f)
+    (one,) = [r for r in results["runs"] if r["policy"] == sc["config"]]
+    results["runs"] = [one]
+    versions = dict(seawall=version([seawall, "--version"]))
+    if sc["kind"] == "stack":
+        versions.update(haproxy=version(["haproxy", "-v"]), nginx=version_stderr(["nginx", "-v"]))
+    doc = dict(
+        name=name,
+        made_by="crates/seawall-detect/tests/corpus/make.py",
+        source="replay",
+        versions=versions,
+        # The command as run, with the machine's paths replaced: the binary, the scratch folder,
+        # the stack script.
+        command=[c.replace(seawall, "seawall").replace(tmp, "OUT")
+                 .replace(os.path.normpath(STACK), "crates/seawall-lab/stack/example.sh") for c in cmd],
+        scenario=sc,
+        detect_args=["--policy", sc["config"], "--json"],
+        labels=replay_labels(sc, one),
+        replay=results,
+    )
+    with open(os.path.join(out_dir, f"{name}.json"), "w") as f:
+        json.dump(doc, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print(f"{name}: {one['verdict']['kind']}; goodput before/during/after "
+          f"{one['goodput_before']:.2f}/{one['goodput_during']:.2f}/{one['goodput_after']:.2f}",
+          file=sys.stderr, flush=True)
 
 
 def labels(sc):
@@ -219,6 +346,14 @@ def version(cmd):
         return "unknown"
 
 
+def version_stderr(cmd):
+    """nginx prints its version on stderr."""
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True).stderr.splitlines()[0].strip()
+    except (OSError, IndexError):
+        return "unknown"
+
+
 def make(seawall, out_dir, name):
     sc = SCENARIOS[name]
     tmp = tempfile.mkdtemp(prefix=f"seawall-corpus-{name}-")
@@ -283,19 +418,19 @@ def main():
         grpc_process(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))
         return
     if sys.argv[1:2] == ["--list"]:
-        print("\n".join(SCENARIOS))
+        print("\n".join(list(SCENARIOS) + list(LAB_SCENARIOS)))
         return
     if len(sys.argv) < 3:
         raise SystemExit(__doc__)
-    seawall, out_dir = sys.argv[1], sys.argv[2]
-    names = sys.argv[3:] or list(SCENARIOS)
+    seawall, out_dir = os.path.abspath(sys.argv[1]), sys.argv[2]
+    names = sys.argv[3:] or list(SCENARIOS) + list(LAB_SCENARIOS)
     for n in names:
-        if n not in SCENARIOS:
-            raise SystemExit(f"no scenario {n!r}; scenarios: {', '.join(SCENARIOS)}")
+        if n not in SCENARIOS and n not in LAB_SCENARIOS:
+            raise SystemExit(f"no scenario {n!r}; scenarios: {', '.join(list(SCENARIOS) + list(LAB_SCENARIOS))}")
     os.makedirs(out_dir, exist_ok=True)
     # Three at a time: each run is one light process and one Prometheus.
     threads = []
-    for n in names:
+    for n in [n for n in names if n in SCENARIOS]:
         while sum(t.is_alive() for t in threads) >= 3:
             time.sleep(0.5)
         t = threading.Thread(target=make, args=(seawall, out_dir, n))
@@ -303,6 +438,9 @@ def main():
         threads.append(t)
     for t in threads:
         t.join()
+    # The lab runs one at a time, alone: its tiers need the machine's cores.
+    for n in [n for n in names if n in LAB_SCENARIOS]:
+        make_lab(seawall, out_dir, n)
 
 
 if __name__ == "__main__":
