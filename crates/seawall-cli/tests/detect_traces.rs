@@ -117,8 +117,15 @@ fn traces_call_the_storm_and_only_the_storm() {
         ],
         "bash .ci/setup/python-grpc.sh",
     );
-    // The storm: the dependency hangs from 8 s for 6 s.
-    let storm = run(&python, "storm", &["18", "8", "6", "naive"]);
+    // Three independent stacks at once (each its own ports, its own detect; 20–50 calls/s
+    // each): the storm, the dependency hanging from 8 s for 6 s; the control, no fault; a
+    // traffic spike (20 → 50 calls/s from 8 s), no fault.
+    let (storm, calm, spike) = std::thread::scope(|s| {
+        let storm = s.spawn(|| run(&python, "storm", &["18", "8", "6", "naive"]));
+        let calm = s.spawn(|| run(&python, "calm", &["18", "0", "0", "naive"]));
+        let spike = s.spawn(|| run(&python, "spike", &["18", "0", "0", "naive", "20", "50", "8"]));
+        (storm.join().unwrap(), calm.join().unwrap(), spike.join().unwrap())
+    });
     let fault = storm.started + 8.0;
     for (how, lines) in [("live", &storm.live), ("replay", &storm.replay)] {
         let s = storms(lines);
@@ -147,14 +154,12 @@ fn traces_call_the_storm_and_only_the_storm() {
     assert!(sig["wasted_s"].as_f64() > Some(0.3 * sig["server_s"].as_f64().unwrap()), "{sig}");
 
     // The control: the same stack, no fault.
-    let calm = run(&python, "calm", &["18", "0", "0", "naive"]);
     for (how, lines) in [("live", &calm.live), ("replay", &calm.replay)] {
         assert!(storms(lines).is_empty(), "calm {how}: {:?}", verdicts(lines));
     }
     assert_eq!(signals(&calm.replay)["staircases"], 0, "no retries without a fault");
 
-    // A traffic spike without a fault: 20 → 50 calls/s from 8 s.
-    let spike = run(&python, "spike", &["18", "0", "0", "naive", "20", "50", "8"]);
+    // A traffic spike without a fault.
     for (how, lines) in [("live", &spike.live), ("replay", &spike.replay)] {
         eprintln!(
             "spike {how}: {:?}",
