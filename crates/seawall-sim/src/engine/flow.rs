@@ -150,11 +150,9 @@ impl Sim<'_> {
         let inst = j.inst;
         let s = &mut self.servers[j.server as usize];
         s.busy -= 1;
-        if let Some(adm) = s.adm.as_mut() {
-            // The worker is the slot: it is free once local work is done (downstream calls
-            // wait without one). Its service time teaches an adaptive limit.
-            adm.finish(Some(std::time::Duration::from_nanos(spent)));
-        }
+        // The worker is the slot: it is free once local work is done (downstream calls wait
+        // without one). Its service time teaches an adaptive limit.
+        s.adm.finish(Some(std::time::Duration::from_nanos(spent)));
         self.stats.busy_ns += spent as f64;
         if spent > 0 && self.orphaned(job) {
             self.stats.wasted_ns += spent as f64;
@@ -480,21 +478,17 @@ impl Sim<'_> {
         self.remove_job(job);
         let s = &mut self.servers[server];
         match state {
-            JobState::Queued => match (s.adm.as_mut(), ticket) {
-                (Some(adm), Some(t)) => {
-                    adm.cancel(t);
+            JobState::Queued => {
+                if let Some(t) = ticket {
+                    s.adm.cancel(t);
                 }
-                (Some(_), None) => {}
-                (None, _) => s.queued -= 1,
-            },
+            }
             JobState::Serving => {
                 let spent = (self.now - started) as f64;
                 self.stats.busy_ns += spent;
                 self.stats.wasted_ns += spent;
                 s.busy -= 1;
-                if let Some(adm) = s.adm.as_mut() {
-                    adm.finish(None);
-                }
+                s.adm.finish(None);
                 self.dispatch(server);
             }
             JobState::Downstream => {

@@ -650,13 +650,8 @@ impl<'a> Sim<'a> {
     }
 
     fn queue_age(&mut self, server: usize) -> f64 {
-        let jobs = &self.jobs;
-        let s = &mut self.servers[server];
-        if let Some(adm) = &s.adm {
-            return adm.oldest_age(seawall::time::Instant::from_nanos(self.now)).as_secs_f64();
-        }
-        let front = s.front(|id| jobs.get(id).is_some());
-        front.and_then(|id| jobs.get(id)).map_or(0.0, |j| (self.now - j.since) as f64 / 1e9)
+        let now = seawall::time::Instant::from_nanos(self.now);
+        self.servers[server].adm.oldest_age(now).as_secs_f64()
     }
 
     /// The oldest queued request's age over a tier's replicas, seconds.

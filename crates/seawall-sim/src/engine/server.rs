@@ -1,13 +1,14 @@
 //! One tier's server side: workers, its queue, the load that degrades service (arrival rate or
 //! work in the system), and the faults that hit it.
 //!
-//! A protected tier (`server_protection`) queues through the core's
-//! [`Admission`](seawall::admission::Admission), the very state machine `ShedLayer` runs: cap =
-//! the tier's workers (bounded further by faults through its ceiling), queue = `queue_limit`,
-//! CoDel and adaptive LIFO at folly's defaults. An unprotected tier is a plain FIFO that refuses
-//! arrivals beyond `queue_limit`.
+//! Every tier queues through the core's [`Admission`](seawall::admission::Admission), the very
+//! state machine `ShedLayer` runs: cap = the tier's workers (bounded further by faults through
+//! its ceiling), queue = `queue_limit`. A protected tier (`server_protection`) runs it as
+//! `ShedLayer` does: CoDel and adaptive LIFO at folly's defaults, first attempts before retries,
+//! expired deadlines dropped. An unprotected tier runs it as a plain FIFO
+//! ([`Config::fifo`]), offered every request as a first attempt without a deadline: it refuses
+//! arrivals beyond `queue_limit` and serves the rest oldest first, whether anyone still waits.
 
-use std::collections::VecDeque;
 use std::num::NonZeroUsize;
 
 use seawall::admission::{Admission, Config, Limit};
@@ -40,13 +41,10 @@ pub(crate) struct Server {
     pub(crate) tier: u16,
     workers: u32,
     pub(crate) busy: u32,
-    /// An unprotected tier's FIFO (it may also hold cancelled jobs, skipped when popped).
-    pub(crate) fifo: VecDeque<Id>,
-    /// Live jobs in `fifo`.
-    pub(crate) queued: u32,
-    /// A protected tier's admission control (then `fifo` stays empty).
-    pub(crate) adm: Option<Admission<Id>>,
-    pub(crate) queue_limit: u32,
+    /// The tier's admission: `ShedLayer`'s discipline if `protected`, a plain FIFO if not.
+    pub(crate) adm: Admission<Id>,
+    /// Whether the tier sheds load as `ShedLayer` does (`server_protection`).
+    pub(crate) protected: bool,
     dist: Dist,
     degrade: Option<Degrade>,
     ring: [u32; 10],
@@ -81,13 +79,18 @@ impl Server {
             tier,
             workers: t.workers,
             busy: 0,
-            fifo: VecDeque::new(),
-            queued: 0,
-            adm: protect.then(|| {
-                let cap = NonZeroUsize::new(t.workers as usize).unwrap_or(NonZeroUsize::MAX);
-                Admission::new(Config::new(Limit::fixed(cap), t.queue_limit as usize))
-            }),
-            queue_limit: t.queue_limit,
+            adm: {
+                let cap = Limit::fixed(
+                    NonZeroUsize::new(t.workers as usize).unwrap_or(NonZeroUsize::MAX),
+                );
+                let queue = t.queue_limit as usize;
+                Admission::new(if protect {
+                    Config::new(cap, queue)
+                } else {
+                    Config::fifo(cap, queue)
+                })
+            },
+            protected: protect,
             dist: Dist::from_service(&t.service),
             degrade: t.degrade,
             ring: [0; 10],
@@ -115,10 +118,7 @@ impl Server {
 
     /// Jobs waiting for a worker.
     pub(crate) fn waiting(&self) -> u32 {
-        match &self.adm {
-            Some(a) => a.queue_len() as u32,
-            None => self.queued,
-        }
+        self.adm.queue_len() as u32
     }
 
     fn advance(&mut self, now: u64) {
@@ -197,17 +197,5 @@ impl Server {
                 1.0 + (d.factor - 1.0) * over.clamp(0.0, 1.0)
             }
         }
-    }
-
-    /// The front of the FIFO, dropping entries for which `live` is false (cancelled jobs are
-    /// removed lazily).
-    pub(crate) fn front(&mut self, live: impl Fn(Id) -> bool) -> Option<Id> {
-        while let Some(&id) = self.fifo.front() {
-            if live(id) {
-                break;
-            }
-            self.fifo.pop_front();
-        }
-        self.fifo.front().copied()
     }
 }

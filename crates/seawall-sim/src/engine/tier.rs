@@ -35,38 +35,35 @@ impl Sim<'_> {
             return self.respond(job, Class::Retryable(Transient::ServerError), Hint::None);
         }
         let cap = s.capacity(self.now);
-        if let Some(adm) = s.adm.as_mut() {
-            adm.set_ceiling(cap as usize);
-            let deadline = deadline.map(Instant::from_nanos);
-            match adm.offer(now, Attempt::of_attempt(attempt), deadline, || job) {
-                Offer::Run => self.start_service(job),
-                Offer::Queued { ticket, evicted } => {
-                    if let Some(j) = self.jobs.get_mut(job) {
-                        j.phase = Phase::Queued(Some(ticket));
-                    }
-                    if let Some(e) = evicted {
-                        self.shed(e, Reason::RetryShed);
-                    }
+        s.adm.set_ceiling(cap as usize);
+        // An unprotected server neither tells retries apart nor reads deadlines.
+        let (class, deadline) = if s.protected {
+            (Attempt::of_attempt(attempt), deadline.map(Instant::from_nanos))
+        } else {
+            (Attempt::First, None)
+        };
+        match s.adm.offer(now, class, deadline, || job) {
+            Offer::Run => self.start_service(job),
+            Offer::Queued { ticket, evicted } => {
+                if let Some(j) = self.jobs.get_mut(job) {
+                    j.phase = Phase::Queued(Some(ticket));
                 }
-                Offer::Reject(r) => self.shed(job, r),
+                if let Some(e) = evicted {
+                    self.shed(e, Reason::RetryShed);
+                }
             }
-            return;
+            Offer::Reject(r) => self.shed(job, r),
         }
-        if s.queued == 0 && s.busy < cap {
-            return self.start_service(job);
-        }
-        if s.queued >= s.queue_limit {
-            self.stats.shed(self.now);
-            return self.respond(job, self.refusal(), Hint::None);
-        }
-        s.fifo.push_back(job);
-        s.queued += 1;
     }
 
     /// A protected tier refuses `job` for `reason`: the answer `ShedLayer` sends (503 + jittered
     /// `Retry-After`, or 504), read as the tower client reads it.
     fn shed(&mut self, job: Id, reason: Reason) {
         self.stats.shed(self.now);
+        if !self.servers[self.jobs.get(job).map_or(0, |j| j.server as usize)].protected {
+            // A full queue at a server without load shedding: its plain refusal.
+            return self.respond(job, self.refusal(), Hint::None);
+        }
         let answer = Rejection::of(reason, &self.retry_after, &mut self.shed);
         let class = self.classifier.classify(answer.status());
         self.respond(job, class, answer.hint());
@@ -94,39 +91,24 @@ impl Sim<'_> {
         loop {
             let s = &mut self.servers[server];
             let cap = s.capacity(self.now);
-            if let Some(adm) = s.adm.as_mut() {
-                adm.set_ceiling(cap as usize);
-                let doomed = &mut self.doomed;
-                let next = adm.next(now, |id, r| doomed.push((id, r)));
-                while let Some((id, r)) = self.doomed.pop() {
-                    self.shed(id, r);
-                }
-                match next {
-                    Some(id) => self.start_service(id),
-                    None => return,
-                }
-                continue;
+            s.adm.set_ceiling(cap as usize);
+            let doomed = &mut self.doomed;
+            let next = s.adm.next(now, |id, r| doomed.push((id, r)));
+            while let Some((id, r)) = self.doomed.pop() {
+                self.shed(id, r);
             }
-            if s.queued == 0 || s.busy >= cap {
-                return;
+            match next {
+                Some(id) => self.start_service(id),
+                None => return,
             }
-            let Some(id) = s.fifo.pop_front() else { return };
-            if self.jobs.get(id).is_none() {
-                continue; // cancelled while queued
-            }
-            s.queued -= 1;
-            self.start_service(id);
         }
     }
 
     /// A restart fails everything queued or running at the replica; caches are then cold.
     pub(super) fn restart(&mut self, server: usize) {
         let s = &mut self.servers[server];
-        let mut victims: Vec<Id> = s.fifo.drain(..).collect();
-        if let Some(adm) = s.adm.as_mut() {
-            adm.clear(|id| victims.push(id));
-        }
-        s.queued = 0;
+        let mut victims: Vec<Id> = Vec::new();
+        s.adm.clear(|id| victims.push(id));
         victims.extend(self.jobs.ids().filter(|&id| {
             self.jobs
                 .get(id)

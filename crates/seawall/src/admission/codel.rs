@@ -35,6 +35,13 @@ pub struct CodelConfig {
     pub interval: Duration,
 }
 
+impl CodelConfig {
+    /// CoDel that never sees a standing queue: it drops nothing, and a queue under it never
+    /// turns LIFO or refuses retries. What a server without load shedding does
+    /// ([`Config::fifo`](super::Config::fifo)).
+    pub const OFF: CodelConfig = CodelConfig { target: Duration::MAX, interval: DEFAULT_INTERVAL };
+}
+
 impl Default for CodelConfig {
     fn default() -> Self {
         CodelConfig { target: DEFAULT_TARGET, interval: DEFAULT_INTERVAL }
@@ -62,7 +69,7 @@ impl Codel {
 
     /// The delay above which an overloaded queue drops a request: 2 × target (folly).
     pub(super) fn slough_timeout(&self) -> Duration {
-        self.cfg.target * 2
+        self.cfg.target.saturating_mul(2)
     }
 
     /// Observes one request's queueing delay at `now`; returns true if it should be dropped.

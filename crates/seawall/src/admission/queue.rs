@@ -43,6 +43,13 @@ impl Config {
     pub fn new(limit: Limit, max_queue: usize) -> Self {
         Config { limit, max_queue, codel: CodelConfig::default(), lifo: true }
     }
+
+    /// A plain FIFO queue of `max_queue` in front of the cap, refusing arrivals beyond it: no
+    /// CoDel ([`CodelConfig::OFF`]), no LIFO. Offered every request as a [`Class::First`] with
+    /// no deadline, it is a server without load shedding (the simulator's unprotected tiers).
+    pub fn fifo(limit: Limit, max_queue: usize) -> Self {
+        Config { limit, max_queue, codel: CodelConfig::OFF, lifo: false }
+    }
 }
 
 #[derive(Debug)]

@@ -101,6 +101,35 @@ fn standing_queue_turns_on_codel_lifo_and_sheds_retries_at_the_door() {
     assert!(a.oldest_age(c.now()) <= 60 * MS, "{:?}", a.oldest_age(c.now()));
 }
 
+/// The same overload as above under [`Config::fifo`]: nothing dropped, served oldest first,
+/// retries queued like any request, and refusals only at a full queue.
+#[test]
+fn a_fifo_config_is_a_plain_queue_under_a_standing_queue() {
+    let c = ManualClock::new();
+    let mut a = Admission::new(Config::fifo(Limit::fixed(NonZeroUsize::new(1).unwrap()), 40));
+    assert!(matches!(a.offer(c.now(), Class::First, None, || 0), Offer::Run));
+    let mut served = vec![];
+    for step in 0..100u32 {
+        c.advance(5 * MS);
+        let _ = a.offer(c.now(), Class::First, None, || step + 1);
+        if step % 2 == 1 {
+            a.finish(None);
+            served.extend(a.next(c.now(), no_drop));
+        }
+    }
+    assert!(!a.overloaded(), "CoDel is off");
+    assert!(served.windows(2).all(|w| w[0] < w[1]), "oldest first: {served:?}");
+    // Refused only at a full queue: 39 wait after the last hand-over, the 40th queues.
+    assert_eq!(a.queue_len(), 39);
+    assert!(matches!(a.offer(c.now(), Class::First, None, || 1000), Offer::Queued { .. }));
+    assert!(matches!(
+        a.offer(c.now(), Class::First, None, || 1001),
+        Offer::Reject(Reason::QueueFull)
+    ));
+    a.finish(None);
+    assert_eq!(a.next(c.now(), no_drop), Some(served.last().unwrap() + 1), "still oldest first");
+}
+
 #[test]
 fn cancel_removes_a_waiter() {
     let c = ManualClock::new();
@@ -109,6 +138,39 @@ fn cancel_removes_a_waiter() {
     let Offer::Queued { ticket, .. } = a.offer(c.now(), Class::First, None, || 1) else { panic!() };
     assert_eq!(a.cancel(ticket), Some(1));
     assert_eq!(a.cancel(ticket), None);
+    assert_eq!(a.queue_len(), 0);
+}
+
+/// A waiter cancelled in the middle of a queue is skipped when its turn comes, counted out of
+/// the queue at once, and never counts twice; the head's age is a live request's.
+#[test]
+fn a_waiter_cancelled_mid_queue_is_skipped() {
+    let c = ManualClock::new();
+    let mut a = adm(1, 3);
+    assert!(matches!(a.offer(c.now(), Class::First, None, || 0), Offer::Run));
+    let mut t = vec![];
+    for n in 1..=3 {
+        c.advance(MS);
+        let Offer::Queued { ticket, .. } = a.offer(c.now(), Class::First, None, || n) else {
+            panic!()
+        };
+        t.push(ticket);
+    }
+    assert_eq!(a.cancel(t[1]), Some(2));
+    assert_eq!(a.cancel(t[1]), None, "once");
+    assert_eq!(a.queue_len(), 2);
+    // Room for one more: the cancelled waiter does not hold a place.
+    assert!(matches!(a.offer(c.now(), Class::First, None, || 4), Offer::Queued { .. }));
+    assert!(matches!(a.offer(c.now(), Class::First, None, || 5), Offer::Reject(_)));
+    assert_eq!(a.cancel(t[0]), Some(1), "the head");
+    c.advance(MS);
+    assert_eq!(a.oldest_age(c.now()), MS, "the head is now 3, queued 1 ms ago");
+    a.finish(None);
+    assert_eq!(a.next(c.now(), no_drop), Some(3), "2 is skipped");
+    a.finish(None);
+    assert_eq!(a.next(c.now(), no_drop), Some(4));
+    a.finish(None);
+    assert_eq!(a.next(c.now(), no_drop), None);
     assert_eq!(a.queue_len(), 0);
 }
 
