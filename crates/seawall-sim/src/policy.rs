@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 mod schema;
 
-pub use schema::{BackoffKind, BudgetKind, ClientOverride, PolicyOverride};
+pub use schema::{BackoffKind, BudgetKind, ClientOverride, PolicyOverride, ServerLimit};
 
 use crate::error::Error;
 
@@ -116,6 +116,8 @@ pub struct PolicySpec {
     pub pushback: bool,
     /// Servers serve first attempts first, shed retries when queueing, drop doomed work.
     pub server_protection: bool,
+    /// A protected tier's in-flight limit (needs `server_protection`).
+    pub server_limit: ServerLimit,
     /// Clients act on server hints (`Retry-After`, "don't retry"), as the tower layers do.
     /// Default on; off only to show what the hints are worth.
     pub honour_hints: bool,
@@ -172,6 +174,7 @@ impl PolicySpec {
             cancellation: false,
             pushback: false,
             server_protection: false,
+            server_limit: ServerLimit::Fixed,
             honour_hints: true,
             herd_spread_s: None,
             hedge_max_attempts: 1,
@@ -226,6 +229,14 @@ impl PolicySpec {
         self.cancellation = o.cancellation.unwrap_or(self.cancellation);
         self.pushback = o.pushback.unwrap_or(self.pushback);
         self.server_protection = o.server_protection.unwrap_or(self.server_protection);
+        self.server_limit = o.server_limit.unwrap_or(self.server_limit);
+        if self.server_limit == ServerLimit::Gradient && !self.server_protection {
+            return Err(Error::invalid(
+                format!("{field}.server_limit"),
+                "\"fixed\" unless server_protection = true (a tier without load shedding has no limit to adapt)",
+                "\"gradient\"",
+            ));
+        }
         self.honour_hints = o.honour_hints.unwrap_or(self.honour_hints);
         if let Some(s) = o.herd_spread_s {
             if !(s.is_finite() && (0.0..=86_400.0).contains(&s)) {

@@ -136,6 +136,7 @@ fn policy() -> impl Strategy<Value = PolicyOverride> {
                     cancellation: f[2],
                     pushback: f[3],
                     server_protection: f[4],
+                    server_limit: None,
                     honour_hints: f[5],
                     herd_spread_s: herd,
                     hedge_max_attempts: hedges,

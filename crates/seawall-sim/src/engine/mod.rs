@@ -411,7 +411,14 @@ impl<'a> Sim<'a> {
                 .enumerate()
                 .flat_map(|(i, t)| {
                     (0..t.server_count()).map(move |r| {
-                        Server::new(t, i as u16, r, &sc.faults, spec.server_protection)
+                        Server::new(
+                            t,
+                            i as u16,
+                            r,
+                            &sc.faults,
+                            spec.server_protection,
+                            spec.server_limit,
+                        )
                     })
                 })
                 .collect(),

@@ -11,11 +11,12 @@
 
 use std::num::NonZeroUsize;
 
-use seawall::admission::{Admission, Config, Limit};
+use seawall::admission::{Admission, Config, GradientConfig, Limit};
 use seawall::rng::SeededRng;
 
 use super::sample::Dist;
 use super::slab::Id;
+use crate::policy::ServerLimit;
 use crate::scenario::{Degrade, FaultKind, FaultSpec, OutageMode, Tier};
 
 const SEC: f64 = 1e9;
@@ -61,6 +62,7 @@ impl Server {
         replica: u32,
         faults: &[FaultSpec],
         protect: bool,
+        limit: ServerLimit,
     ) -> Server {
         let windows = faults
             .iter()
@@ -80,9 +82,22 @@ impl Server {
             workers: t.workers,
             busy: 0,
             adm: {
-                let cap = Limit::fixed(
-                    NonZeroUsize::new(t.workers as usize).unwrap_or(NonZeroUsize::MAX),
-                );
+                let workers = NonZeroUsize::new(t.workers as usize);
+                let cap = match (limit, workers) {
+                    // Gradient2 from the workers down: a slot is a worker here, so more
+                    // than the workers would only queue at them.
+                    (ServerLimit::Gradient, Some(w)) if protect => {
+                        Limit::gradient(GradientConfig {
+                            initial: w.get(),
+                            max: w.get(),
+                            ..GradientConfig::default()
+                        })
+                    }
+                    (ServerLimit::Gradient, None) if protect => {
+                        Limit::gradient(GradientConfig::default())
+                    }
+                    _ => Limit::fixed(workers.unwrap_or(NonZeroUsize::MAX)),
+                };
                 let queue = t.queue_limit as usize;
                 Admission::new(if protect {
                     Config::new(cap, queue)

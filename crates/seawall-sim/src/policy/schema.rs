@@ -23,6 +23,18 @@ pub enum BackoffKind {
     Decorrelated,
 }
 
+/// The in-flight limit of a protected tier's admission (`ShedLayer`'s two limits).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServerLimit {
+    /// The tier's workers, always (`ShedLayer::new(n)`).
+    #[default]
+    Fixed,
+    /// Adaptive in Netflix Gradient2's way (`ShedLayer::gradient`): starts at the tier's
+    /// workers and never exceeds them, shrinks while latency rises above its long-term level.
+    Gradient,
+}
+
 /// Budget of a policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -79,6 +91,9 @@ pub struct PolicyOverride {
     /// Servers serve first attempts first, shed retries when the queue is long, drop doomed work.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_protection: Option<bool>,
+    /// A protected tier's in-flight limit: `fixed` (default) or `gradient`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_limit: Option<ServerLimit>,
     /// Clients act on server hints: a shed answer's `Retry-After`, a fail-fast tier's "don't
     /// retry" (default true; false shows what the hints are worth).
     #[serde(skip_serializing_if = "Option::is_none")]
