@@ -163,6 +163,7 @@ pub fn scenario(params: &LabParams, stack: Stack) -> ScenarioFile {
         edge,
         tiers,
         faults,
+        operator: Vec::new(),
         policies: [(stack.to_string(), policy)].into(),
     }
 }

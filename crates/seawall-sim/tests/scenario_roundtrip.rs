@@ -308,6 +308,7 @@ fn raw_file() -> impl Strategy<Value = ScenarioFile> {
                     edge,
                     tiers,
                     faults,
+                    operator: Vec::new(),
                     policies,
                 }
             },
@@ -453,6 +454,7 @@ fn valid_file() -> impl Strategy<Value = ScenarioFile> {
                 },
                 tiers,
                 faults,
+                operator: Vec::new(),
                 policies,
             }
         })

@@ -306,6 +306,7 @@ pub fn build(
         edge,
         tiers,
         faults,
+        operator: Vec::new(),
         policies: BTreeMap::from([(CONFIGURED.to_string(), policy)]),
     };
     let audited_worst = hops.iter().fold(1u64, |a, h| a.saturating_mul(h.worst_case()));

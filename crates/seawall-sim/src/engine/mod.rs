@@ -295,6 +295,8 @@ pub(crate) struct Sim<'a> {
     misc: SeededRng,
     /// The protected servers' `Retry-After` draws.
     shed: SeededRng,
+    /// The operator knob's draws (its own stream: runs without a cut never draw).
+    cut: SeededRng,
     /// The `Retry-After` range a protected server draws from (`ShedLayer`'s default).
     retry_after: RetryAfter,
     /// How a client reads a server's refusal (the tower client's classifier).
@@ -418,6 +420,7 @@ impl<'a> Sim<'a> {
                             &sc.faults,
                             spec.server_protection,
                             spec.server_limit,
+                            &sc.operator,
                         )
                     })
                 })
@@ -428,6 +431,7 @@ impl<'a> Sim<'a> {
             misc: SeededRng::new(splitmix64(seed ^ 0xC)),
             shed: SeededRng::new(splitmix64(seed ^ 0xD)),
             lb: SeededRng::new(splitmix64(seed ^ 0xE)),
+            cut: SeededRng::new(splitmix64(seed ^ 0xF)),
             herd_left: vec![0; sc.edge.herd.len()],
             edge_instances: sc.edge.instances.clamp(1, 65_535) as u16,
             instances,

@@ -12,12 +12,13 @@
 use std::num::NonZeroUsize;
 
 use seawall::admission::{Admission, Config, GradientConfig, Limit};
+use seawall::control::Control;
 use seawall::rng::SeededRng;
 
 use super::sample::Dist;
 use super::slab::Id;
 use crate::policy::ServerLimit;
-use crate::scenario::{Degrade, FaultKind, FaultSpec, OutageMode, Tier};
+use crate::scenario::{AdmissionCut, Degrade, FaultKind, FaultSpec, OutageMode, Tier};
 
 const SEC: f64 = 1e9;
 /// Load is counted in ten 100 ms buckets: a sliding one-second window.
@@ -46,6 +47,10 @@ pub(crate) struct Server {
     pub(crate) adm: Admission<Id>,
     /// Whether the tier sheds load as `ShedLayer` does (`server_protection`).
     pub(crate) protected: bool,
+    /// The operator's admission knob (`ShedLayer::with_admission`), and when it is turned down:
+    /// `(start, end, admit_percent)`. Empty unless protected.
+    pub(crate) knob: Control,
+    cuts: Vec<(u64, u64, u8)>,
     dist: Dist,
     degrade: Option<Degrade>,
     ring: [u32; 10],
@@ -63,6 +68,7 @@ impl Server {
         faults: &[FaultSpec],
         protect: bool,
         limit: ServerLimit,
+        operator: &[AdmissionCut],
     ) -> Server {
         let windows = faults
             .iter()
@@ -106,6 +112,15 @@ impl Server {
                 })
             },
             protected: protect,
+            knob: Control::new(),
+            cuts: operator
+                .iter()
+                .filter(|c| protect && c.tier == t.name)
+                .map(|c| {
+                    let start = (c.start_s * SEC) as u64;
+                    (start, start + (c.duration_s * SEC) as u64, c.admit_percent.min(100))
+                })
+                .collect(),
             dist: Dist::from_service(&t.service),
             degrade: t.degrade,
             ring: [0; 10],
@@ -113,6 +128,19 @@ impl Server {
             ring_sum: 0,
             windows,
         }
+    }
+
+    /// The operator's knob at `now`, set for [`seawall::admission::cut_by`]; false if it is
+    /// not turned down (no draw is then made).
+    pub(crate) fn knob_down(&self, now: u64) -> bool {
+        if self.cuts.is_empty() {
+            return false;
+        }
+        let active = self.cuts.iter().filter(|(a, b, _)| *a <= now && now < *b);
+        let percent = active.map(|c| c.2).min().unwrap_or(100);
+        // In [0, 100] (validated and clamped), so this cannot fail.
+        let _ = self.knob.set_percent(percent);
+        percent < 100
     }
 
     /// Times at which a fault window ends (workers may free up) and restarts begin.

@@ -4,7 +4,7 @@
 //! `finish` in `flow.rs`, `cancel`), the state machine `ShedLayer` runs, and a refusal is
 //! answered as `ShedLayer` answers it ([`Rejection`]).
 
-use seawall::admission::{Class as Attempt, Offer, Reason, Rejection};
+use seawall::admission::{Class as Attempt, Offer, Reason, Rejection, cut_by};
 use seawall::classify::{Class, Transient};
 use seawall::hint::Hint;
 use seawall::time::Instant;
@@ -31,6 +31,10 @@ impl Sim<'_> {
         self.stats.attempt(tier, self.now);
         let s = &mut self.servers[j.server as usize];
         s.note_arrival(self.now);
+        // The operator's knob, at the door before anything else, as `ShedLayer` applies it.
+        if s.knob_down(self.now) && cut_by(&s.knob, &mut self.cut) {
+            return self.shed(job, Reason::AdmissionCut);
+        }
         if s.failing(self.now) {
             return self.respond(job, Class::Retryable(Transient::ServerError), Hint::None);
         }

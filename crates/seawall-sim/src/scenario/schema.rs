@@ -33,6 +33,10 @@ pub struct ScenarioFile {
     /// Faults injected into tiers.
     #[serde(default, rename = "fault", skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FaultSpec>,
+    /// The operator's admission knob turned down on a tier for a while (`ShedLayer`'s
+    /// `with_admission` knob): only a protected tier has one.
+    #[serde(default, rename = "operator", skip_serializing_if = "Vec::is_empty")]
+    pub operator: Vec<AdmissionCut>,
     /// Policies defined or adjusted by this scenario, by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub policies: BTreeMap<String, PolicyOverride>,
@@ -361,6 +365,25 @@ pub enum FaultKind {
     Capacity,
     /// At `start_s` the server restarts: queued and running work fails; then caches are cold.
     Restart,
+}
+
+/// The operator turns a tier's admission knob to `admit_percent` from `start_s` for
+/// `duration_s` (`[[operator]]`): each new request is then refused with probability
+/// `1 − admit_percent / 100`, as `ShedLayer` refuses it under its knob
+/// ([`seawall::admission::cut_by`]: 503 with a `Retry-After`). Only a tier with
+/// `server_protection` has the knob; under another policy the cut does nothing. Not a fault:
+/// the run's verdict is judged against the faults alone.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdmissionCut {
+    /// The tier, by name.
+    pub tier: String,
+    /// Start, seconds.
+    pub start_s: f64,
+    /// Length, seconds.
+    pub duration_s: f64,
+    /// The share of new requests admitted, in [0, 100].
+    pub admit_percent: u8,
 }
 
 /// How an outage treats requests.

@@ -198,6 +198,22 @@ pub(super) fn check(s: &ScenarioFile) -> Result<(), Error> {
             servers,
         ));
     }
+    for (i, c) in s.operator.iter().enumerate() {
+        let f = format!("operator[{i}]");
+        if !s.tiers.iter().any(|t| t.name == c.tier) {
+            let names: Vec<&str> = s.tiers.iter().map(|t| t.name.as_str()).collect();
+            return Err(Error::invalid(format!("{f}.tier"), format!("one of {names:?}"), &c.tier));
+        }
+        num(&format!("{f}.start_s"), c.start_s, 0.0, 86_400.0)?;
+        num(&format!("{f}.duration_s"), c.duration_s, 0.0, 86_400.0)?;
+        if c.admit_percent > 100 {
+            return Err(Error::invalid(
+                format!("{f}.admit_percent"),
+                "in [0, 100]",
+                c.admit_percent,
+            ));
+        }
+    }
     for (i, fs) in s.faults.iter().enumerate() {
         let f = format!("fault[{i}]");
         let Some(tier) = s.tiers.iter().find(|t| t.name == fs.tier) else {
