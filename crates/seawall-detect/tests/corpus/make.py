@@ -91,6 +91,20 @@ REPLAY_LABEL_FROM_S = 10
 GRACE_S = 10
 
 
+def spans(per):
+    """{second: (kinds, why) or None} as labels: runs of equal seconds joined, None left out."""
+    out = []
+    for t in sorted(per):
+        v = per[t]
+        if v is None:
+            continue
+        if out and out[-1][2] == v[0] and out[-1][3] == v[1] and out[-1][1] == t:
+            out[-1][1] = t + 1
+        else:
+            out.append([t, t + 1, v[0], v[1]])
+    return [dict(from_s=a, to_s=b, expect=k, why=w) for a, b, k, w in out]
+
+
 def replay_labels(sc, run):
     """Labels for one lab run: the schedule before and during the fault; after it, what the run
     served (its own verdict: recovered N s after the fault, or stayed down)."""
@@ -120,16 +134,7 @@ def replay_labels(sc, run):
              "goodput stayed down after the fault ended (the run's own verdict)")
     else:
         mark(f1, end, None, "")
-    out = []
-    for t in sorted(per):
-        w = per[t]
-        if w is None:
-            continue
-        if out and out[-1][2] == w[0] and out[-1][3] == w[1] and out[-1][1] == t:
-            out[-1][1] = t + 1
-        else:
-            out.append([t, t + 1, w[0], w[1]])
-    return [dict(from_s=a, to_s=b, expect=k, why=w) for a, b, k, w in out]
+    return spans(per)
 
 
 def make_lab(seawall, out_dir, name):
@@ -216,16 +221,7 @@ def labels(sc):
     if sc["stop"] is not None:
         mark(sc["stop"], sc["stop"] + ALLOW_S, None, "")
         mark(sc["stop"] + ALLOW_S, end, ["quiet", "healthy"], "the client stopped calling")
-    out = []
-    for t in sorted(per):
-        v = per[t]
-        if v is None:
-            continue
-        if out and out[-1][2] == v[0] and out[-1][3] == v[1] and out[-1][1] == t:
-            out[-1][1] = t + 1
-        else:
-            out.append([t, t + 1, v[0], v[1]])
-    return [dict(from_s=a, to_s=b, expect=k, why=w) for a, b, k, w in out]
+    return spans(per)
 
 
 def grpc_process(name, metrics_port, t0):
