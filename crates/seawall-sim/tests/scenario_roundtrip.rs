@@ -7,9 +7,9 @@ use proptest::prelude::*;
 use seawall_sim::Scenario;
 use seawall_sim::policy::Preset;
 use seawall_sim::scenario::{
-    Arrivals, BackoffKind, Balance, BudgetKind, ClientOverride, Degrade, Edge, FanOut, FaultKind,
-    FaultSpec, Herd, OutageMode, PolicyOverride, RatePoint, Refresh, ScenarioFile, Servers,
-    Service, Spike, Tier,
+    AdmissionCut, Arrivals, BackoffKind, Balance, BudgetKind, ClientOverride, Degrade, Edge,
+    FanOut, FaultKind, FaultSpec, Herd, OutageMode, PolicyOverride, RatePoint, Refresh,
+    ScenarioFile, ServerLimit, Servers, Service, Spike, Tier,
 };
 
 #[test]
@@ -113,6 +113,7 @@ fn policy() -> impl Strategy<Value = PolicyOverride> {
         proptest::option::of(client()),
         proptest::collection::btree_map(name(), client(), 0..3),
         (proptest::option::of(0u32..8), proptest::option::of(num())),
+        proptest::option::of(prop_oneof![Just(ServerLimit::Fixed), Just(ServerLimit::Gradient)]),
     )
         .prop_map(
             |(
@@ -123,6 +124,7 @@ fn policy() -> impl Strategy<Value = PolicyOverride> {
                 edge,
                 tier,
                 (hedges, delay),
+                limit,
             )| {
                 PolicyOverride {
                     base,
@@ -136,7 +138,7 @@ fn policy() -> impl Strategy<Value = PolicyOverride> {
                     cancellation: f[2],
                     pushback: f[3],
                     server_protection: f[4],
-                    server_limit: None,
+                    server_limit: limit,
                     honour_hints: f[5],
                     herd_spread_s: herd,
                     hedge_max_attempts: hedges,
@@ -289,17 +291,29 @@ fn fault() -> impl Strategy<Value = FaultSpec> {
     )
 }
 
+fn cut() -> impl Strategy<Value = AdmissionCut> {
+    (name(), num(), num(), any::<u8>()).prop_map(|(tier, start_s, duration_s, admit_percent)| {
+        AdmissionCut { tier, start_s, duration_s, admit_percent }
+    })
+}
+
 /// Any file the schema can hold, valid or not.
 fn raw_file() -> impl Strategy<Value = ScenarioFile> {
     (
         (name(), "\\PC{0,20}", num(), proptest::collection::vec(name(), 0..3)),
         edge(),
         proptest::collection::vec(tier(), 0..4),
-        proptest::collection::vec(fault(), 0..3),
+        (proptest::collection::vec(fault(), 0..3), proptest::collection::vec(cut(), 0..2)),
         proptest::collection::btree_map(name(), policy(), 0..3),
     )
         .prop_map(
-            |((name, description, duration_s, default_policies), edge, tiers, faults, policies)| {
+            |(
+                (name, description, duration_s, default_policies),
+                edge,
+                tiers,
+                (faults, operator),
+                policies,
+            )| {
                 ScenarioFile {
                     name,
                     description,
@@ -308,7 +322,7 @@ fn raw_file() -> impl Strategy<Value = ScenarioFile> {
                     edge,
                     tiers,
                     faults,
-                    operator: Vec::new(),
+                    operator,
                     policies,
                 }
             },

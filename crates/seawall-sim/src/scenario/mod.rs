@@ -11,7 +11,7 @@ mod schema;
 mod validate;
 
 /// The `[policies.NAME]` tables (defined with the policies, re-exported where the file is read).
-pub use crate::policy::{BackoffKind, BudgetKind, ClientOverride, PolicyOverride};
+pub use crate::policy::{BackoffKind, BudgetKind, ClientOverride, PolicyOverride, ServerLimit};
 pub use schema::*;
 
 use serde::Serialize;
