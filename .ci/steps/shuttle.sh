@@ -12,5 +12,7 @@ fi
 target="${CARGO_TARGET_DIR:-target}/shuttle"
 # Removed when the step ends: CI starts from a clean clone, and the disk is shared.
 trap 'rm -rf "$target"' EXIT
+# The dev profile: the build is most of the step (about 35 s, against about 60 s optimised) and
+# the 2 × 20 000 schedules run in about 15 s unoptimised.
 RUSTFLAGS="--cfg shuttle" CARGO_TARGET_DIR="$target" \
-  cargo test --locked -p seawall --test window_model --release
+  cargo test --locked -p seawall --test window_model

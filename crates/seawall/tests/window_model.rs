@@ -20,7 +20,7 @@
 //!
 //! ```text
 //! RUSTFLAGS="--cfg shuttle" CARGO_TARGET_DIR=target/shuttle \
-//!   cargo test -p seawall --release --test window_model
+//!   cargo test -p seawall --test window_model
 //! ```
 //!
 //! Without `--cfg shuttle` this file compiles to nothing (the crate uses std's atomics).
