@@ -330,11 +330,5 @@ async fn throttle_at_half_stops_retries() {
 }
 
 fn backoffs_in(events: &[GrpcEvent]) -> Vec<Duration> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            GrpcEvent::Backoff { after } => Some(*after),
-            _ => None,
-        })
-        .collect()
+    events.iter().filter_map(GrpcEvent::backoff).collect()
 }

@@ -81,13 +81,7 @@ fn within_a_tick(elapsed: Duration, wait: Duration) -> bool {
 }
 
 fn backoffs(events: &[GrpcEvent]) -> Vec<Duration> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            GrpcEvent::Backoff { after } => Some(*after),
-            _ => None,
-        })
-        .collect()
+    events.iter().filter_map(GrpcEvent::backoff).collect()
 }
 
 fn layer(events: &Arc<Mutex<Vec<GrpcEvent>>>) -> GrpcRetryLayer {

@@ -137,6 +137,17 @@ pub enum GrpcEvent {
     Unbuffered,
 }
 
+impl GrpcEvent {
+    /// The wait of a [`GrpcEvent::Backoff`], `None` for any other event: an observer's events
+    /// `.iter().filter_map(GrpcEvent::backoff)` are the waits before each retry.
+    pub fn backoff(&self) -> Option<Duration> {
+        match self {
+            GrpcEvent::Backoff { after } => Some(*after),
+            _ => None,
+        }
+    }
+}
+
 type Observer = Arc<dyn Fn(&GrpcEvent) + Send + Sync>;
 
 pub(crate) struct Shared<C> {
