@@ -304,3 +304,58 @@ impl IdempotencyStore for RedisStore {
         Box::pin(self.run_keyed(&self.release, key, owner))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any value read back under a key, whoever wrote it: a state or `Corrupt`, never a
+        /// panic (the slicing after the layout check is what this guards).
+        #[test]
+        fn any_value_reads_as_a_state_or_corrupt(
+            value in proptest::collection::vec(any::<u8>(), 0..120),
+            state in proptest::sample::select(vec![b'0', b'1', b'P', b'D', b'x']),
+            now in any::<i64>(),
+        ) {
+            let _ = found(&value, now);
+            let mut v = value;
+            v.insert(0, state);
+            let _ = found(&v, now);
+        }
+
+        /// The values the scripts write (`BEGIN`'s pending record, `COMPLETE`'s finished one)
+        /// read back as written; a truncated one is `Corrupt`.
+        #[test]
+        fn the_scripts_values_read_back(
+            fp in "[0-9a-f]{32}",
+            owner in "[0-9a-f]{16}",
+            lease in 0i64..(1 << 52),
+            now in 0i64..(1 << 52),
+            status in 100u16..600,
+            body in proptest::collection::vec(any::<u8>(), 0..64),
+        ) {
+            let pending = format!("P{fp}{owner}{lease:016x}");
+            match found(pending.as_bytes(), now) {
+                Ok(Found::Pending { lease_expired }) => prop_assert_eq!(lease_expired, now >= lease),
+                other => prop_assert!(false, "{:?}", other),
+            }
+            prop_assert!(matches!(
+                found(&pending.as_bytes()[..pending.len() - 1], now),
+                Err(StoreError::Corrupt)
+            ));
+            let response = StoredResponse {
+                status,
+                headers: vec![("retry-after".into(), Bytes::from_static(b"3"))],
+                body: Bytes::from(body),
+            };
+            let mut done = format!("D{fp}{owner}{}", "0".repeat(16)).into_bytes();
+            done.extend_from_slice(&response.encode());
+            match found(&done, now) {
+                Ok(Found::Done(r)) => prop_assert_eq!(r, response),
+                other => prop_assert!(false, "{:?}", other),
+            }
+        }
+    }
+}
