@@ -64,7 +64,9 @@ impl Sim<'_> {
     /// `Retry-After`, or 504), read as the tower client reads it.
     fn shed(&mut self, job: Id, reason: Reason) {
         self.stats.shed(self.now);
-        if !self.servers[self.jobs.get(job).map_or(0, |j| j.server as usize)].protected {
+        let protected =
+            self.jobs.get(job).is_none_or(|j| self.servers[j.server as usize].protected);
+        if !protected {
             // A full queue at a server without load shedding: its plain refusal.
             return self.respond(job, self.refusal(), Hint::None);
         }
