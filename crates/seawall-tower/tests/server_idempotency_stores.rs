@@ -239,7 +239,14 @@ async fn cut_requests_settle_their_own_keys(store: impl IdempotencyStore, tag: &
     let ran = before.len();
     eprintln!("{tag}: first answers {statuses:?}; handlers started for {ran} of 1000 keys");
     assert!(before.values().all(|&n| n == 1), "one execution per key at most");
-    assert!(statuses.get(&504).copied().unwrap_or(0) >= 500, "most were cut: {statuses:?}");
+    // Cut by the deadline (504) or shed at a full queue (503): either way not served now. How
+    // the two split depends on the machine's speed.
+    let refused: usize = [503, 504].iter().map(|c| statuses.get(c).copied().unwrap_or(0)).sum();
+    assert!(refused >= 500, "most were cut or shed: {statuses:?}");
+    assert!(
+        statuses.get(&504).copied().unwrap_or(0) >= 100,
+        "many cut by the deadline: {statuses:?}"
+    );
     assert!(ran < 1000, "some keys were cut before their handler ran");
 
     let gate = Arc::new(tokio::sync::Semaphore::new(16));
