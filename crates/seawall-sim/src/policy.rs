@@ -7,7 +7,6 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use seawall::backoff::{Backoff, Jitter};
@@ -16,7 +15,6 @@ use seawall::budget::{
     Unlimited,
 };
 use seawall::grpc::{Code, CodeSet, HedgingConfig};
-use seawall::metrics::Metrics;
 use seawall::policy::{PolicyConfig, RetryPolicy};
 use serde::{Deserialize, Serialize};
 
@@ -373,9 +371,7 @@ impl PolicySpec {
             BudgetKind::Envoy => AnyBudget::Envoy(EnvoyRetryBudget::default()),
             BudgetKind::Adaptive => AnyBudget::Adaptive(AdaptiveThrottle::default()),
         };
-        // The simulator keeps its own figures; the policy's counters would go unread.
-        let metrics = Arc::new(Metrics::uncounted());
-        Ok(RetryPolicy::new(cfg, budget).with_seed(seed).with_metrics(metrics))
+        Ok(RetryPolicy::new(cfg, budget).with_seed(seed))
     }
 }
 

@@ -81,8 +81,6 @@ pub struct Metrics {
     attempts_per_call: [AtomicU64; MAX_TRACKED_ATTEMPTS],
     durations: [AtomicU64; DURATION_BUCKETS],
     duration_sum_ns: AtomicU64,
-    /// True for [`Metrics::uncounted`]: nothing is counted.
-    off: bool,
 }
 
 /// A point-in-time copy of [`Metrics`].
@@ -150,14 +148,6 @@ impl Metrics {
         Self::default()
     }
 
-    /// Counters that count nothing, for a policy whose counts nobody reads — a simulator
-    /// running millions of calls on one thread, where each relaxed add is still a locked
-    /// read-modify-write of its cache line. Reporting into them costs a branch; their
-    /// [`Metrics::snapshot`] stays zero.
-    pub fn uncounted() -> Self {
-        Metrics { off: true, ..Self::default() }
-    }
-
     /// Counts attempt number `number` (1 = the first) as sent. [`RetryPolicy`] counts its own
     /// calls; this and [`Metrics::call_ended`] are for an adapter that drives another of the
     /// core's decision engines (the gRPC mode's `RetryState` and `HedgeState`, which hold no
@@ -167,9 +157,6 @@ impl Metrics {
     /// [`RetryPolicy`]: crate::policy::RetryPolicy
     #[inline]
     pub fn attempt_sent(&self, number: u32) {
-        if self.off {
-            return;
-        }
         let i = (number.max(1) as usize).min(ATTEMPT_NUMBERS) - 1;
         self.attempts[i].fetch_add(1, Ordering::Relaxed);
     }
@@ -178,9 +165,6 @@ impl Metrics {
     /// does not know when a call ends on the caller's clock, so the adapter that measures it
     /// reports it (the middleware does when an exporter is attached). Two relaxed adds.
     pub fn call_took(&self, took: Duration) {
-        if self.off {
-            return;
-        }
         let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
         let i =
             DURATION_BOUNDS_NS.iter().position(|&b| ns <= b).unwrap_or(DURATION_BOUNDS_NS.len());
@@ -193,9 +177,6 @@ impl Metrics {
     /// that never ends is not counted as one unless it sent an attempt.
     #[inline]
     pub fn call_ended(&self, attempts: u32, outcome: Result<(), GiveUpReason>) {
-        if self.off {
-            return;
-        }
         // Successes are not counted: they are the ended calls (the histogram) that did not give
         // up, which saves the success path one shared atomic.
         if let Err(r) = outcome {
@@ -258,20 +239,5 @@ mod tests {
         let mut twice = s.clone();
         twice.add(&s);
         assert_eq!((twice.calls, twice.retry_overflow()), (4, 4));
-    }
-
-    /// Uncounted metrics take every report and keep none. Red if `uncounted` counts (built as
-    /// `Metrics::new()`), or if any of the three reports skips the `off` check.
-    #[test]
-    fn uncounted_metrics_count_nothing() {
-        let m = Metrics::uncounted();
-        m.attempt_sent(1);
-        m.attempt_sent(2);
-        m.call_ended(2, Err(GiveUpReason::BudgetExhausted));
-        m.call_ended(0, Ok(()));
-        m.call_took(Duration::from_millis(3));
-        let s = m.snapshot();
-        assert_eq!(s, Snapshot::default());
-        assert_eq!(s.durations.iter().sum::<u64>(), 0);
     }
 }

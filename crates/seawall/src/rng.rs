@@ -74,6 +74,39 @@ impl Rng for SeededRng {
     }
 }
 
+/// One logical call's random stream: SplitMix64 (Steele, Lea and Flood, "Fast splittable
+/// pseudorandom number generators", OOPSLA 2014; the generator of Java's `SplittableRandom`),
+/// whose whole state is one `u64`. A call reads a few values (at most six per attempt), and a
+/// simulator keeps millions of calls at once, so a call keeps 8 B of generator rather than
+/// [`SeededRng`]'s 32. Each stream starts at its own point of SplitMix64's 2^64-long cycle
+/// ([`SeedSource::call_stream`]).
+#[derive(Clone, PartialEq, Eq)]
+pub struct CallRng {
+    state: u64,
+}
+
+impl CallRng {
+    /// A stream whose whole sequence is determined by `seed`.
+    pub const fn new(seed: u64) -> Self {
+        CallRng { state: seed }
+    }
+}
+
+impl fmt::Debug for CallRng {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CallRng(..)")
+    }
+}
+
+impl Rng for CallRng {
+    #[inline]
+    fn next_u64(&mut self) -> u64 {
+        let out = splitmix64(self.state);
+        self.state = self.state.wrapping_add(PHI);
+        out
+    }
+}
+
 /// SplitMix64's output function: a bijective mix, so distinct inputs give distinct seeds.
 pub const fn splitmix64(mut z: u64) -> u64 {
     z = z.wrapping_add(PHI);
@@ -112,17 +145,27 @@ impl SeedSource {
         self.numbered(self.take())
     }
 
-    /// Takes the number of the next stream: [`SeedSource::stream`] is the stream of that number.
-    /// A caller that keeps only the number (8 B rather than the generator's 32) rebuilds the
-    /// stream with [`SeedSource::numbered`] when it draws.
-    pub(crate) fn take(&self) -> u64 {
+    /// The next call's stream ([`CallRng`]): stream `n` of the source for the `n`-th asked for.
+    pub fn call_stream(&self) -> CallRng {
+        self.call_numbered(self.take())
+    }
+
+    fn take(&self) -> u64 {
         self.next.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Stream number `n` from its start: the same stream whenever it is asked for.
+    fn numbered(&self, n: u64) -> SeededRng {
+        SeededRng::new(self.seed_of(n))
+    }
+
+    /// Call stream number `n` from its start: the same stream whenever it is asked for.
+    pub(crate) fn call_numbered(&self, n: u64) -> CallRng {
+        CallRng::new(self.seed_of(n))
+    }
+
     #[inline]
-    pub(crate) fn numbered(&self, n: u64) -> SeededRng {
-        SeededRng::new(splitmix64(self.base ^ splitmix64(n)))
+    fn seed_of(&self, n: u64) -> u64 {
+        splitmix64(self.base ^ splitmix64(n))
     }
 }
 
@@ -161,6 +204,20 @@ mod tests {
             let x = r.next_f64();
             assert!((0.0..1.0).contains(&x));
         }
+    }
+
+    /// A call's stream is SplitMix64 as its authors give it (the first outputs of Vigna's
+    /// reference `splitmix64.c` from state 0), and a source's call streams differ and reproduce.
+    #[test]
+    fn a_call_stream_is_splitmix64() {
+        let mut r = CallRng::new(0);
+        assert_eq!(r.next_u64(), 0xE220_A839_7B1D_CDAF);
+        assert_eq!(r.next_u64(), 0x6E78_9E6A_A1B9_65F4);
+        assert_eq!(r.next_u64(), 0x06C4_5D18_8009_454F);
+        let (a, b) = (SeedSource::new(9), SeedSource::new(9));
+        let (mut a0, mut a1) = (a.call_stream(), a.call_stream());
+        assert_ne!(a0.next_u64(), a1.next_u64());
+        assert_eq!(b.call_stream().next_u64(), SeedSource::new(9).call_numbered(0).next_u64());
     }
 
     #[test]

@@ -69,20 +69,6 @@ pub struct BreakerPermit {
     probe: Option<u32>,
 }
 
-impl BreakerPermit {
-    /// The half-open probe it is, if any: what a holder needs to keep to give the permit back
-    /// ([`BreakerPermit::of_probe`]), so a policy's per-call state can keep it in 4 B and two
-    /// flag bits rather than 8 B.
-    pub(crate) fn probe(self) -> Option<u32> {
-        self.probe
-    }
-
-    /// The permit [`BreakerPermit::probe`] described.
-    pub(crate) fn of_probe(probe: Option<u32>) -> Self {
-        BreakerPermit { probe }
-    }
-}
-
 /// A refusal: the breaker is open (or half-open with all probes out) until at least `until`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Refused {

@@ -42,7 +42,6 @@
 mod config;
 mod outcome;
 
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -53,7 +52,7 @@ use crate::control::Control;
 use crate::deadline::Deadline;
 use crate::hint::Hint;
 use crate::metrics::Metrics;
-use crate::rng::{Rng, SeedSource, SeededRng};
+use crate::rng::{CallRng, Rng, SeedSource};
 use crate::time::Instant;
 
 pub use config::{MAX_ATTEMPTS, PolicyConfig, Role};
@@ -124,241 +123,75 @@ impl Attempt {
     }
 }
 
+/// Where a call stands between its decisions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Before an attempt: the first, or a retry the policy allowed.
+    Ready,
+    /// An attempt was allowed and not yet reported.
+    InFlight,
+    /// Success or give-up: nothing more to decide.
+    Finished,
+}
+
 /// The state of one logical call. Create with [`RetryPolicy::start`].
 ///
-/// Kept small (32 B), because a simulator holds millions at once (a synchronised reconnect
-/// herd: 10 M calls in flight): the optional deadline, budget withdrawal and breaker probe are a
-/// plain value plus a bit in `flags` rather than `Option`s (each would pad to twice its size);
-/// the last wait is kept in nanoseconds (it is at most the policy's `max_wait`, at most an hour);
-/// the random stream is kept as its number and the count of values read (5 B), not as the
-/// generator's 32 B state, which a draw rebuilds from those two; and the role and the class of
-/// the last answer are bits of `flags` too. Nothing per call points into the policy: budget,
-/// breaker, control, metrics and the seed source are borrowed from it at decision time.
+/// Plain values: what the call holds (a budget withdrawal, a breaker permit, its own random
+/// stream) is an `Option` of it, and nothing per call points into the policy: budget, breaker,
+/// control, metrics and the seed source are borrowed from it at decision time. A simulator holds
+/// millions of these at once (a synchronised reconnect herd: 10 M calls in flight), which is why
+/// the call's random stream is a [`CallRng`] (8 B of state) rather than a [`SeededRng`] (32 B).
+///
+/// [`SeededRng`]: crate::rng::SeededRng
+#[derive(Debug)]
 pub struct Call {
-    /// The deadline's instant in nanoseconds; meaningful only with [`Call::DEADLINE`].
-    deadline: u64,
-    /// The last wait in nanoseconds: at most `PolicyConfig::max_wait` (1 h at most), so exact.
-    prev_wait: u64,
-    /// The number of the call's random stream in the policy's [`SeedSource`], taken on the
-    /// call's first draw; meaningful only with [`Call::STREAM`]. Most calls never draw (no
-    /// retry, no breaker, a budget that does not draw on admission). The low 32 bits of the
-    /// source's count: a policy hands out 2^32 distinct streams, then starts again at 0, so two
-    /// calls four billion calls apart may wait the same jitter.
-    stream: u32,
-    /// The breaker probe held ([`BreakerPermit::probe`]); meaningful only with [`Call::PROBE`].
-    probe: u32,
-    /// The cost of the budget withdrawal held; meaningful only with [`Call::PAID`].
-    paid: u32,
+    stage: Stage,
+    role: Role,
+    request: RequestInfo,
     /// Attempts sent so far: at most [`MAX_ATTEMPTS`], since a call past `max_attempts` gives up.
     attempts: u8,
-    /// Values read from the stream so far, drawn or skipped: at most six per attempt (two
-    /// before it, one as it ends, three deciding a retry), so at most 60.
-    draws: u8,
-    /// The flags below, the role ([`Call::FAIL_FAST`]) and the class of the last answer in the
-    /// top bits ([`Call::LAST_SHIFT`], see [`class_code`]).
-    flags: u16,
-}
-
-/// The class of an attempt's answer in 4 bits (0: none yet), as a [`Call`] keeps it.
-fn class_code(class: Option<Class>) -> u16 {
-    match class {
-        None => 0,
-        Some(Class::Success) => 1,
-        Some(Class::Retryable(Transient::ServerError)) => 2,
-        Some(Class::Retryable(Transient::Timeout)) => 3,
-        Some(Class::Retryable(Transient::Connection)) => 4,
-        Some(Class::Retryable(Transient::ConnectRefused)) => 5,
-        Some(Class::Throttled) => 6,
-        Some(Class::Overloaded) => 7,
-        Some(Class::NeverRetry) => 8,
-    }
-}
-
-/// The class [`class_code`] coded.
-fn class_of_code(code: u16) -> Option<Class> {
-    Some(match code {
-        1 => Class::Success,
-        2 => Class::Retryable(Transient::ServerError),
-        3 => Class::Retryable(Transient::Timeout),
-        4 => Class::Retryable(Transient::Connection),
-        5 => Class::Retryable(Transient::ConnectRefused),
-        6 => Class::Throttled,
-        7 => Class::Overloaded,
-        8 => Class::NeverRetry,
-        _ => return None,
-    })
+    /// The class of the last attempt's answer.
+    last: Option<Class>,
+    deadline: Option<Deadline>,
+    /// The wait before the retry under way or the last one (zero before the first).
+    prev_wait: Duration,
+    /// The budget withdrawal held for the retry under way.
+    paid: Option<Withdrawal>,
+    /// The breaker permit held for the attempt in flight.
+    permit: Option<BreakerPermit>,
+    /// The call's random stream, taken from the policy's [`SeedSource`] on its first draw: most
+    /// calls never draw (no retry, no breaker, a budget that does not draw on admission), and
+    /// streams handed out in the order of first draws keep a seeded run reproducible.
+    rng: Option<CallRng>,
 }
 
 impl Call {
-    const IN_FLIGHT: u16 = 1;
-    const FINISHED: u16 = 1 << 1;
-    const SAFE_TO_RETRY: u16 = 1 << 2;
-    const REPLAYABLE: u16 = 1 << 3;
-    const DEADLINE: u16 = 1 << 4;
-    const PAID: u16 = 1 << 5;
-    /// A breaker permit is held; with [`Call::PROBE`], a half-open probe's, named by `probe`.
-    const PERMIT: u16 = 1 << 6;
-    const PROBE: u16 = 1 << 7;
-    /// The call has a stream number (`stream`).
-    const STREAM: u16 = 1 << 8;
-    /// The call's role is [`Role::FailFast`] (else [`Role::Owner`]).
-    const FAIL_FAST: u16 = 1 << 9;
-    /// Where the 4 bits of the last answer's class start.
-    const LAST_SHIFT: u16 = 12;
-
-    #[inline(always)]
-    fn has(&self, flag: u16) -> bool {
-        self.flags & flag != 0
-    }
-
-    #[inline(always)]
-    fn set(&mut self, flag: u16, on: bool) {
-        if on {
-            self.flags |= flag;
-        } else {
-            self.flags &= !flag;
-        }
-    }
-
-    #[inline(always)]
-    fn role(&self) -> Role {
-        if self.has(Self::FAIL_FAST) { Role::FailFast } else { Role::Owner }
-    }
-
-    /// The class of the last attempt's answer.
-    #[inline(always)]
-    fn last(&self) -> Option<Class> {
-        class_of_code(self.flags >> Self::LAST_SHIFT)
-    }
-
-    #[inline(always)]
-    fn set_last(&mut self, class: Class) {
-        let low = self.flags & ((1 << Self::LAST_SHIFT) - 1);
-        self.flags = low | (class_code(Some(class)) << Self::LAST_SHIFT);
-    }
-
     /// Attempts sent so far.
     pub fn attempts(&self) -> u32 {
         u32::from(self.attempts)
     }
 
-    /// The breaker permit held, handed over.
-    #[inline(always)]
-    fn take_permit(&mut self) -> Option<BreakerPermit> {
-        let p = self.permit();
-        self.set(Self::PERMIT | Self::PROBE, false);
-        p
-    }
-
-    fn permit(&self) -> Option<BreakerPermit> {
-        let probe = self.has(Self::PROBE).then_some(self.probe);
-        self.has(Self::PERMIT).then(|| BreakerPermit::of_probe(probe))
-    }
-
-    fn hold_permit(&mut self, permit: BreakerPermit) {
-        self.set(Self::PERMIT, true);
-        self.set(Self::PROBE, permit.probe().is_some());
-        self.probe = permit.probe().unwrap_or(0);
-    }
-
-    /// The call's stream number, taken from `seeds` on its first draw (drawn or skipped), so
-    /// streams are handed out in the order of calls' first draws.
-    #[inline]
-    fn stream_number(&mut self, seeds: &SeedSource) -> u64 {
-        if !self.has(Self::STREAM) {
-            self.stream = seeds.take() as u32; // the low 32 bits: see `Call::stream`
-            self.set(Self::STREAM, true);
-        }
-        u64::from(self.stream)
-    }
-
-    /// The call's stream where it stands: its number's stream past the values already read.
-    fn stream_now(&mut self, seeds: &SeedSource) -> SeededRng {
-        let mut rng = seeds.numbered(self.stream_number(seeds));
-        for _ in 0..self.draws {
-            rng.next_u64();
-        }
-        rng
-    }
-
-    /// Reads the stream's next value without computing it: for a draw whose value cannot
-    /// change the decision. The values after it stay the ones the stream gives at their place.
-    fn skip_draw(&mut self, seeds: &SeedSource) {
-        self.stream_number(seeds);
-        self.draws += 1;
-    }
-
     /// The call's deadline.
     #[inline(always)]
     pub fn deadline(&self) -> Option<Deadline> {
-        self.has(Self::DEADLINE).then(|| Deadline::at(Instant::from_nanos(self.deadline)))
+        self.deadline
     }
 
     /// Whether the call has reached success or give-up.
     pub fn is_finished(&self) -> bool {
-        self.has(Self::FINISHED)
+        self.stage == Stage::Finished
     }
 
-    fn in_flight(&self) -> bool {
-        self.has(Self::IN_FLIGHT)
-    }
-
-    /// The withdrawal held for the retry under way, if any, handed over.
-    #[inline(always)]
-    fn take_paid(&mut self) -> Option<Withdrawal> {
-        let w = self.has(Self::PAID).then(|| Withdrawal::new(self.paid));
-        self.set(Self::PAID, false);
-        w
+    /// The call's random stream, taken from `seeds` on its first draw.
+    #[inline]
+    fn rng(&mut self, seeds: &SeedSource) -> &mut CallRng {
+        self.rng.get_or_insert_with(|| seeds.call_stream())
     }
 
     /// The refusal of a request or report that does not fit the call's state (a finished call,
     /// an attempt already in flight, or none to report): nothing is counted.
     fn not_in_flight(&self) -> GiveUp {
-        GiveUp::new(GiveUpReason::AttemptsExhausted, self.role(), self.last())
-    }
-
-    fn prev_wait(&self) -> Duration {
-        Duration::from_nanos(self.prev_wait)
-    }
-}
-
-impl fmt::Debug for Call {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Call")
-            .field("attempts", &self.attempts)
-            .field("in_flight", &self.in_flight())
-            .field("finished", &self.is_finished())
-            .field("safe_to_retry", &self.has(Self::SAFE_TO_RETRY))
-            .field("replayable", &self.has(Self::REPLAYABLE))
-            .field("deadline", &self.deadline())
-            .field("stream", &self.has(Self::STREAM).then_some((self.stream, self.draws)))
-            .field("prev_wait", &self.prev_wait())
-            .field("paid", &self.has(Self::PAID).then(|| Withdrawal::new(self.paid)))
-            .field("permit", &self.permit())
-            .field("last", &self.last())
-            .field("role", &self.role())
-            .finish()
-    }
-}
-
-/// A call's random stream while it draws: rebuilt on the first draw from the stream's number
-/// and the values the call has read ([`Call::stream_now`]), then kept for the draws that follow
-/// in the same step. A call keeps 10 B of stream instead of the generator's 32 B, and pays a
-/// rebuild (a seeding and one step per value read before) per step that draws: a few dozen
-/// instructions, on retries and breaker decisions only.
-struct CallRng<'a> {
-    seeds: &'a SeedSource,
-    call: &'a mut Call,
-    state: Option<SeededRng>,
-}
-
-impl Rng for CallRng<'_> {
-    #[inline]
-    fn next_u64(&mut self) -> u64 {
-        let (call, seeds) = (&mut *self.call, self.seeds);
-        let state = self.state.get_or_insert_with(|| call.stream_now(seeds));
-        call.draws += 1;
-        state.next_u64()
+        GiveUp::new(GiveUpReason::AttemptsExhausted, self.role, self.last)
     }
 }
 
@@ -453,61 +286,39 @@ impl<B: Budget> RetryPolicy<B> {
         request: RequestInfo,
         deadline: Option<Deadline>,
     ) -> Call {
-        let mut flags = 0;
-        if role == Role::FailFast {
-            flags |= Call::FAIL_FAST;
-        }
-        if request.safe_to_retry {
-            flags |= Call::SAFE_TO_RETRY;
-        }
-        if request.replayable {
-            flags |= Call::REPLAYABLE;
-        }
-        if deadline.is_some() {
-            flags |= Call::DEADLINE;
-        }
         Call {
+            stage: Stage::Ready,
+            role,
+            request,
             attempts: 0,
-            draws: 0,
-            flags,
-            deadline: deadline.map_or(0, |d| d.instant().as_nanos()),
-            stream: 0,
-            prev_wait: 0,
-            paid: 0,
-            probe: 0,
+            last: None,
+            deadline,
+            prev_wait: Duration::ZERO,
+            paid: None,
+            permit: None,
+            rng: None,
         }
     }
 
-    /// The call's random stream, for the draws of one step of a decision. Streams are handed
-    /// out in the order of calls' first draws, so a seeded policy driven in the same order makes
-    /// the same decisions.
-    fn rng<'a>(&'a self, call: &'a mut Call) -> CallRng<'a> {
-        CallRng { seeds: &self.seeds, call, state: None }
-    }
-
-    /// Whether the control's ramp lets this retry through. A draw from the call's stream
-    /// decides, except with retries fully on, when its value cannot matter: then it is only
-    /// counted ([`Call::skip_draw`]), so the call's later draws are the ones they always were
-    /// while a call that retries with a flat wait never rebuilds its stream.
+    /// Whether the control's ramp lets this retry through. The call's stream is drawn from even
+    /// with retries fully on, when the value cannot matter, so that the call's later draws are
+    /// the ones they always were whatever the ramp says.
     fn ramp_allows(&self, call: &mut Call) -> bool {
-        if self.control.percent() >= 100 {
-            call.skip_draw(&self.seeds);
-            return true;
-        }
-        self.control.allows_retry(self.rng(call).next_f64())
+        let draw = call.rng(&self.seeds).next_f64();
+        self.control.percent() >= 100 || self.control.allows_retry(draw)
     }
 
     fn finish(&self, call: &mut Call, now: Instant, outcome: Result<(), GiveUpReason>) {
-        if let Some(w) = call.take_paid() {
+        if let Some(w) = call.paid.take() {
             self.budget.release(now, w);
         }
-        call.set(Call::FINISHED, true);
+        call.stage = Stage::Finished;
         self.metrics.call_ended(call.attempts(), outcome);
     }
 
     fn give_up(&self, call: &mut Call, now: Instant, reason: GiveUpReason) -> GiveUp {
         self.finish(call, now, Err(reason));
-        GiveUp::new(reason, call.role(), call.last())
+        GiveUp::new(reason, call.role, call.last)
     }
 
     /// May the next attempt be sent now? On `Ok` send it and report with
@@ -517,7 +328,7 @@ impl<B: Budget> RetryPolicy<B> {
     /// [`GiveUpReason::AttemptsExhausted`] rather than panicking.
     #[inline(always)]
     pub fn before_attempt(&self, call: &mut Call, now: Instant) -> Result<Attempt, GiveUp> {
-        if call.is_finished() || call.in_flight() {
+        if call.stage != Stage::Ready {
             return Err(call.not_in_flight());
         }
         let retry = call.attempts > 0;
@@ -531,24 +342,24 @@ impl<B: Budget> RetryPolicy<B> {
             return Err(self.give_up(call, now, GiveUpReason::RetriesDisabled));
         }
         if let Some(b) = &self.breaker {
-            match b.admit(now, self.rng(call).next_f64()) {
-                Ok(p) => call.hold_permit(p),
+            match b.admit(now, call.rng(&self.seeds).next_f64()) {
+                Ok(p) => call.permit = Some(p),
                 Err(_) => return Err(self.give_up(call, now, GiveUpReason::CircuitOpen)),
             }
         }
         // Only budgets that refuse with a probability get a draw of their own (see
         // `Budget::admit_draws`); the others get a fixed value and the call's stream is untouched.
-        let draw = if self.budget.admit_draws() { self.rng(call).next_f64() } else { 0.5 };
+        let draw = if self.budget.admit_draws() { call.rng(&self.seeds).next_f64() } else { 0.5 };
         if !self.budget.admit(now, retry, draw) {
             if let Some(b) = &self.breaker
-                && let Some(p) = call.take_permit()
+                && let Some(p) = call.permit.take()
             {
                 b.release(p);
             }
             return Err(self.give_up(call, now, GiveUpReason::ThrottledLocally));
         }
         call.attempts += 1;
-        call.set(Call::IN_FLIGHT, true);
+        call.stage = Stage::InFlight;
         self.metrics.attempt_sent(call.attempts());
         let timeout = match (self.cfg.per_try_timeout, time_left) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -591,11 +402,11 @@ impl<B: Budget> RetryPolicy<B> {
         class: Class,
         cause: Option<RetryCause>,
     ) -> bool {
-        if call.is_finished() || !call.in_flight() {
+        if call.stage != Stage::InFlight {
             return false;
         }
-        call.set(Call::IN_FLIGHT, false);
-        call.set_last(class);
+        call.stage = Stage::Ready;
+        call.last = Some(class);
         // Three kinds of answer, not two: a non-retryable failure (a 404, INVALID_ARGUMENT) is
         // neither a success nor a failure for the token buckets (see `AttemptOutcome`).
         let outcome = match (class, cause) {
@@ -603,11 +414,11 @@ impl<B: Budget> RetryPolicy<B> {
             (Class::Success, None) => AttemptOutcome::Answered,
             (_, None) => AttemptOutcome::Rejected,
         };
-        self.budget.record(now, call.take_paid(), outcome);
+        self.budget.record(now, call.paid.take(), outcome);
         if let Some(b) = &self.breaker
-            && let Some(p) = call.take_permit()
+            && let Some(p) = call.permit.take()
         {
-            let draw = self.rng(call).next_f64();
+            let draw = call.rng(&self.seeds).next_f64();
             b.record_with_draw(now, p, cause.is_none(), draw);
         }
         true
@@ -639,11 +450,11 @@ impl<B: Budget> RetryPolicy<B> {
         };
         let reason = if class == Class::Overloaded || hint == Hint::DontRetry {
             Some(GiveUpReason::ServerSaidDontRetry)
-        } else if call.attempts() >= self.cfg.max_attempts || call.role() == Role::FailFast {
+        } else if call.attempts() >= self.cfg.max_attempts || call.role == Role::FailFast {
             Some(GiveUpReason::AttemptsExhausted)
-        } else if !call.has(Call::REPLAYABLE) {
+        } else if !call.request.replayable {
             Some(GiveUpReason::NotReplayable)
-        } else if !call.has(Call::SAFE_TO_RETRY)
+        } else if !call.request.safe_to_retry
             && class != Class::Retryable(Transient::ConnectRefused)
         {
             Some(GiveUpReason::NotIdempotent)
@@ -658,10 +469,9 @@ impl<B: Budget> RetryPolicy<B> {
 
         let throttled = cause == RetryCause::Throttled;
         let retry_no = call.attempts(); // the retry about to be scheduled: 1 after the first attempt
-        let prev_wait = call.prev_wait();
-        // One rebuild of the stream for both draws (the backoff's, the hint's spread).
-        let mut rng = self.rng(call);
-        let mut wait = self.cfg.backoff.delay(retry_no, throttled, prev_wait, &mut rng);
+        let prev_wait = call.prev_wait;
+        let rng = call.rng(&self.seeds);
+        let mut wait = self.cfg.backoff.delay(retry_no, throttled, prev_wait, &mut *rng);
         if let Hint::After(h) = hint {
             if h > self.cfg.max_wait {
                 return Decision::GiveUp(self.give_up(
@@ -681,16 +491,12 @@ impl<B: Budget> RetryPolicy<B> {
             return Decision::GiveUp(self.give_up(call, now, GiveUpReason::DeadlineTooClose));
         }
         match self.budget.withdraw(now, cause) {
-            Some(w) => {
-                call.paid = w.cost();
-                call.set(Call::PAID, true);
-            }
+            Some(w) => call.paid = Some(w),
             None => {
                 return Decision::GiveUp(self.give_up(call, now, GiveUpReason::BudgetExhausted));
             }
         }
-        // `wait` is at most `max_wait` (1 h at most), so its nanoseconds fit 64 bits exactly.
-        call.prev_wait = wait.as_nanos() as u64;
+        call.prev_wait = wait;
         Decision::Retry { after: wait }
     }
 
@@ -700,7 +506,7 @@ impl<B: Budget> RetryPolicy<B> {
     /// returns the give-up to report. A call that is not waiting for a retry (finished, or an
     /// attempt in flight) is left as it is and gets [`GiveUpReason::AttemptsExhausted`].
     pub fn cancel_retry(&self, call: &mut Call, now: Instant) -> GiveUp {
-        if call.is_finished() || call.in_flight() {
+        if call.stage != Stage::Ready {
             return call.not_in_flight();
         }
         self.give_up(call, now, GiveUpReason::NotReplayable)
@@ -712,11 +518,11 @@ impl<B: Budget> RetryPolicy<B> {
         if call.is_finished() {
             return;
         }
-        if call.in_flight() {
-            call.set(Call::IN_FLIGHT, false);
-            self.budget.record(now, call.take_paid(), AttemptOutcome::Abandoned);
+        if call.stage == Stage::InFlight {
+            call.stage = Stage::Ready;
+            self.budget.record(now, call.paid.take(), AttemptOutcome::Abandoned);
             if let Some(b) = &self.breaker
-                && let Some(p) = call.take_permit()
+                && let Some(p) = call.permit.take()
             {
                 b.release(p);
             }
