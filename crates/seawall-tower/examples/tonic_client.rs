@@ -3,7 +3,7 @@
 //! service config's `retryPolicy` lists UNAVAILABLE (gRFC A6; no idempotency key involved),
 //! with `grpc-previous-rpc-attempts` and `grpc-timeout` on the wire, and succeeds on the third.
 //!
-//! Run: `cargo run -p seawall-tower --example tonic_client --features grpc-example`
+//! Run: `cargo run -p seawall-tower --example tonic_client --features grpc`
 
 use std::convert::Infallible;
 use std::task::{Context, Poll};

@@ -64,14 +64,6 @@ pub enum Jitter {
     None,
 }
 
-impl Jitter {
-    /// The name [`Jitter::Grpc`] had while gRPC's retry backoff was full jitter and only its
-    /// connection backoff was ±20 %; since gRFC A6's 2024-08-29 revision both are.
-    #[deprecated(note = "renamed back to `Jitter::Grpc`: gRPC's retry backoff is ±20 % too")]
-    #[allow(non_upper_case_globals)]
-    pub const GrpcConnection: Jitter = Jitter::Grpc;
-}
-
 /// Exponential backoff with a cap, a separate base for throttling, and jitter.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Backoff {
@@ -324,10 +316,9 @@ mod tests {
         }
     }
 
+    /// gRPC's first retry waits its initial backoff ±20 % (gRFC A6, 2024-08-29 revision).
     #[test]
-    #[allow(deprecated)]
-    fn grpc_is_the_old_name_of_grpc_connection() {
-        assert_eq!(Jitter::Grpc, Jitter::GrpcConnection);
+    fn grpc_jitter_is_twenty_percent_either_side() {
         let b = Backoff::new(Jitter::Grpc, Duration::from_secs(1), Duration::from_secs(120), 1.6)
             .unwrap();
         let mut rng = SeededRng::new(2);

@@ -5,8 +5,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-/// A boxed response future, as the gRPC `Buffer` returns (it reads the request body before the
-/// call).
+/// A boxed response future, as the gRPC layer's `GrpcRetry` returns (its call
+/// is an `async` block that reads the request body first).
 ///
 /// The [`Retry`](crate::client::Retry) and [`FailFast`](crate::client::FailFast) services return
 /// the unboxed [`RetryFuture`](crate::client::RetryFuture) and

@@ -83,7 +83,6 @@
 
 mod body;
 mod call;
-mod legacy;
 
 use std::fmt;
 use std::sync::Arc;
@@ -98,8 +97,6 @@ use seawall::rng::SeedSource;
 use seawall::time::{Clock, SystemClock};
 use tower_layer::Layer;
 use tower_service::Service;
-
-pub use legacy::{Buffer, BufferLayer, IntoTonic, IntoTonicLayer};
 
 use crate::client::future::ResponseFuture;
 use crate::client::metrics::ClientMetrics;

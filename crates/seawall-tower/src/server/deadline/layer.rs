@@ -75,22 +75,10 @@ impl<C: Clock + Clone> DeadlineLayer<C> {
         self
     }
 
-    /// Renamed [`with_default_timeout`](Self::with_default_timeout), the `with_*` name every seawall layer's builders use.
-    #[deprecated(since = "0.1.0", note = "renamed `with_default_timeout`")]
-    pub fn default_timeout(self, d: Duration) -> Self {
-        self.with_default_timeout(d)
-    }
-
     /// The longest deadline a caller can ask for.
     pub fn with_max_timeout(mut self, d: Duration) -> Self {
         self.max = d;
         self
-    }
-
-    /// Renamed [`with_max_timeout`](Self::with_max_timeout), the `with_*` name every seawall layer's builders use.
-    #[deprecated(since = "0.1.0", note = "renamed `with_max_timeout`")]
-    pub fn max_timeout(self, d: Duration) -> Self {
-        self.with_max_timeout(d)
     }
 
     /// What to do with a malformed header (default [`MalformedTimeout::Reject`]).
@@ -99,22 +87,10 @@ impl<C: Clock + Clone> DeadlineLayer<C> {
         self
     }
 
-    /// Renamed [`with_malformed`](Self::with_malformed), the `with_*` name every seawall layer's builders use.
-    #[deprecated(since = "0.1.0", note = "renamed `with_malformed`")]
-    pub fn on_malformed(self, m: MalformedTimeout) -> Self {
-        self.with_malformed(m)
-    }
-
     /// Count expired requests into `metrics` as [`RejectReason::DeadlineExpired`](crate::server::RejectReason::DeadlineExpired).
     pub fn with_metrics(mut self, metrics: ServerMetrics) -> Self {
         self.metrics = Some(metrics);
         self
-    }
-
-    /// Renamed [`with_metrics`](Self::with_metrics), the `with_*` name every seawall layer's builders use.
-    #[deprecated(since = "0.1.0", note = "renamed `with_metrics`")]
-    pub fn metrics(self, metrics: ServerMetrics) -> Self {
-        self.with_metrics(metrics)
     }
 }
 

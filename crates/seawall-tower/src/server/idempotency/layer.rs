@@ -156,21 +156,9 @@ impl<C: Clock + Clone> IdempotencyLayer<C> {
         self.with(|c| c.methods = m)
     }
 
-    /// Renamed [`with_methods`](Self::with_methods), the `with_*` name every seawall layer's builders use.
-    #[deprecated(since = "0.1.0", note = "renamed `with_methods`")]
-    pub fn methods(self, methods: impl IntoIterator<Item = Method>) -> Self {
-        self.with_methods(methods)
-    }
-
     /// Answer 400 to a request of those methods without a key (default: let it through).
     pub fn with_require_key(self, on: bool) -> Self {
         self.with(|c| c.require_key = on)
-    }
-
-    /// Renamed [`with_require_key`](Self::with_require_key), the `with_*` name every seawall layer's builders use.
-    #[deprecated(since = "0.1.0", note = "renamed `with_require_key`")]
-    pub fn require_key(self, on: bool) -> Self {
-        self.with_require_key(on)
     }
 
     /// How long a first execution holds its key before repeats call its outcome unknown.
@@ -178,21 +166,9 @@ impl<C: Clock + Clone> IdempotencyLayer<C> {
         self.with(|c| c.lease = d)
     }
 
-    /// Renamed [`with_lease`](Self::with_lease), the `with_*` name every seawall layer's builders use.
-    #[deprecated(since = "0.1.0", note = "renamed `with_lease`")]
-    pub fn lease(self, d: Duration) -> Self {
-        self.with_lease(d)
-    }
-
     /// How long keys and responses are kept (default 24 h).
     pub fn with_ttl(self, d: Duration) -> Self {
         self.with(|c| c.ttl = d)
-    }
-
-    /// Renamed [`with_ttl`](Self::with_ttl), the `with_*` name every seawall layer's builders use.
-    #[deprecated(since = "0.1.0", note = "renamed `with_ttl`")]
-    pub fn ttl(self, d: Duration) -> Self {
-        self.with_ttl(d)
     }
 
     /// Largest request body accepted (413 above, from `Content-Length` before reading) and
@@ -201,32 +177,14 @@ impl<C: Clock + Clone> IdempotencyLayer<C> {
         self.with(|c| c.max_body = bytes)
     }
 
-    /// Renamed [`with_max_body`](Self::with_max_body), the `with_*` name every seawall layer's builders use.
-    #[deprecated(since = "0.1.0", note = "renamed `with_max_body`")]
-    pub fn max_body(self, bytes: usize) -> Self {
-        self.with_max_body(bytes)
-    }
-
     /// Bound on every store call (default [`DEFAULT_STORE_TIMEOUT`]; at least 1 ms).
     pub fn with_store_timeout(self, d: Duration) -> Self {
         self.with(|c| c.store_timeout = d.max(Duration::from_millis(1)))
     }
 
-    /// Renamed [`with_store_timeout`](Self::with_store_timeout), the `with_*` name every seawall layer's builders use.
-    #[deprecated(since = "0.1.0", note = "renamed `with_store_timeout`")]
-    pub fn store_timeout(self, d: Duration) -> Self {
-        self.with_store_timeout(d)
-    }
-
     /// Bound on reading the request body (default [`DEFAULT_BODY_TIMEOUT`]; at least 1 ms).
     pub fn with_body_timeout(self, d: Duration) -> Self {
         self.with(|c| c.body_timeout = d.max(Duration::from_millis(1)))
-    }
-
-    /// Renamed [`with_body_timeout`](Self::with_body_timeout), the `with_*` name every seawall layer's builders use.
-    #[deprecated(since = "0.1.0", note = "renamed `with_body_timeout`")]
-    pub fn body_timeout(self, d: Duration) -> Self {
-        self.with_body_timeout(d)
     }
 
     /// `Retry-After` range, in seconds, of the layer's own `503`s (default 1–5).
@@ -235,32 +193,14 @@ impl<C: Clock + Clone> IdempotencyLayer<C> {
         self.with(|c| c.retry_after = (lo..=hi).map(HeaderValue::from).collect())
     }
 
-    /// Renamed [`with_retry_after_secs`](Self::with_retry_after_secs), the `with_*` name every seawall layer's builders use.
-    #[deprecated(since = "0.1.0", note = "renamed `with_retry_after_secs`")]
-    pub fn retry_after_secs(self, min: u16, max: u16) -> Self {
-        self.with_retry_after_secs(min, max)
-    }
-
     /// Seeds the `Retry-After` jitter (default: from entropy, so replicas differ).
     pub fn with_seed(self, seed: u64) -> Self {
         self.with(|c| c.seed = seed)
     }
 
-    /// Renamed [`with_seed`](Self::with_seed), the `with_*` name every seawall layer's builders use.
-    #[deprecated(since = "0.1.0", note = "renamed `with_seed`")]
-    pub fn seed(self, seed: u64) -> Self {
-        self.with_seed(seed)
-    }
-
     /// Counts into `metrics` (default: the layer's own, see [`metrics_handle`](Self::metrics_handle)).
     pub fn with_metrics(self, metrics: IdempotencyMetrics) -> Self {
         self.with(|c| c.metrics = metrics)
-    }
-
-    /// Renamed [`with_metrics`](Self::with_metrics), the `with_*` name every seawall layer's builders use.
-    #[deprecated(since = "0.1.0", note = "renamed `with_metrics`")]
-    pub fn metrics(self, metrics: IdempotencyMetrics) -> Self {
-        self.with_metrics(metrics)
     }
 
     /// The counters this layer reports into.
@@ -276,23 +216,11 @@ impl<C: Clock + Clone> IdempotencyLayer<C> {
         self.with(|c| c.scope = f)
     }
 
-    /// Renamed [`with_scope`](Self::with_scope), the `with_*` name every seawall layer's builders use.
-    #[deprecated(since = "0.1.0", note = "renamed `with_scope`")]
-    pub fn scope(self, f: impl Fn(&Parts) -> Option<Vec<u8>> + Send + Sync + 'static) -> Self {
-        self.with_scope(f)
-    }
-
     /// Response headers stored and replayed (default: content-type, -encoding, -language,
     /// location, etag, last-modified, cache-control).
     pub fn with_stored_headers(self, names: impl IntoIterator<Item = HeaderName>) -> Self {
         let n: Vec<HeaderName> = names.into_iter().collect();
         self.with(|c| c.stored_headers = n)
-    }
-
-    /// Renamed [`with_stored_headers`](Self::with_stored_headers), the `with_*` name every seawall layer's builders use.
-    #[deprecated(since = "0.1.0", note = "renamed `with_stored_headers`")]
-    pub fn stored_headers(self, names: impl IntoIterator<Item = HeaderName>) -> Self {
-        self.with_stored_headers(names)
     }
 }
 

@@ -98,32 +98,14 @@ impl<C: Clock + Clone> ShedLayer<C> {
         self.with(|c| c.queue.max_queue = max_queue)
     }
 
-    /// Renamed [`with_queue`](Self::with_queue), the `with_*` name every seawall layer's builders use.
-    #[deprecated(since = "0.1.0", note = "renamed `with_queue`")]
-    pub fn queue(self, max_queue: usize) -> Self {
-        self.with_queue(max_queue)
-    }
-
     /// CoDel parameters (default: target 5 ms, interval 100 ms, as folly).
     pub fn with_codel(self, codel: CodelConfig) -> Self {
         self.with(|c| c.queue.codel = codel)
     }
 
-    /// Renamed [`with_codel`](Self::with_codel), the `with_*` name every seawall layer's builders use.
-    #[deprecated(since = "0.1.0", note = "renamed `with_codel`")]
-    pub fn codel(self, codel: CodelConfig) -> Self {
-        self.with_codel(codel)
-    }
-
     /// Serve newest-first while CoDel sees a standing queue (default on; off = always FIFO).
     pub fn with_adaptive_lifo(self, on: bool) -> Self {
         self.with(|c| c.queue.lifo = on)
-    }
-
-    /// Renamed [`with_adaptive_lifo`](Self::with_adaptive_lifo), the `with_*` name every seawall layer's builders use.
-    #[deprecated(since = "0.1.0", note = "renamed `with_adaptive_lifo`")]
-    pub fn adaptive_lifo(self, on: bool) -> Self {
-        self.with_adaptive_lifo(on)
     }
 
     /// The range of whole seconds the jittered `Retry-After` is drawn from (default 1–5 s). An
@@ -132,21 +114,9 @@ impl<C: Clock + Clone> ShedLayer<C> {
         self.with(|c| c.retry_after = RetryAfter::secs(min, max))
     }
 
-    /// Renamed [`with_retry_after_secs`](Self::with_retry_after_secs), the `with_*` name every seawall layer's builders use.
-    #[deprecated(since = "0.1.0", note = "renamed `with_retry_after_secs`")]
-    pub fn retry_after_secs(self, min: u16, max: u16) -> Self {
-        self.with_retry_after_secs(min, max)
-    }
-
     /// A fixed seed for the `Retry-After` jitter (default: from entropy, so replicas differ).
     pub fn with_seed(self, seed: u64) -> Self {
         self.with(|c| c.seed = Some(seed))
-    }
-
-    /// Renamed [`with_seed`](Self::with_seed), the `with_*` name every seawall layer's builders use.
-    #[deprecated(since = "0.1.0", note = "renamed `with_seed`")]
-    pub fn seed(self, seed: u64) -> Self {
-        self.with_seed(seed)
     }
 
     /// An operator's admission knob: the percentage of new requests let in at all (default:
@@ -163,33 +133,15 @@ impl<C: Clock + Clone> ShedLayer<C> {
         self.with(|c| c.admission = Some(knob))
     }
 
-    /// Renamed [`with_admission`](Self::with_admission), the `with_*` name every seawall layer's builders use.
-    #[deprecated(since = "0.1.0", note = "renamed `with_admission`")]
-    pub fn admission(self, knob: Arc<Control>) -> Self {
-        self.with_admission(knob)
-    }
-
     /// Report into `metrics` (default: a private, unread set).
     pub fn with_metrics(self, metrics: ServerMetrics) -> Self {
         Self::from_parts(self.cfg, self.clock, metrics)
-    }
-
-    /// Renamed [`with_metrics`](Self::with_metrics), the `with_*` name every seawall layer's builders use.
-    #[deprecated(since = "0.1.0", note = "renamed `with_metrics`")]
-    pub fn metrics(self, metrics: ServerMetrics) -> Self {
-        self.with_metrics(metrics)
     }
 
     /// Drive admission from another clock (tests). A deadline in the request extensions made
     /// on another clock is read as its time left ([`RequestDeadline::for_clock`](crate::wire::RequestDeadline::for_clock)).
     pub fn with_clock<C2: Clock + Clone>(self, clock: C2) -> ShedLayer<C2> {
         ShedLayer::from_parts(self.cfg, clock, self.metrics)
-    }
-
-    /// Renamed [`with_clock`](Self::with_clock), the `with_*` name every seawall layer's builders use.
-    #[deprecated(since = "0.1.0", note = "renamed `with_clock`")]
-    pub fn clock<C2: Clock + Clone>(self, clock: C2) -> ShedLayer<C2> {
-        self.with_clock(clock)
     }
 }
 
