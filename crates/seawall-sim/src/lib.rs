@@ -36,10 +36,10 @@ mod run;
 pub mod scenario;
 pub mod sweep;
 
-pub use engine::EngineStats;
+pub use engine::{Door, DoorEvent, EngineStats};
 pub use error::Error;
 pub use policy::PolicySpec;
-pub use run::{run_policy, simulate};
+pub use run::{door_trace, run_policy, simulate};
 pub use scenario::Scenario;
 
 /// Loads a scenario by catalog name or file path, applying `--set` overrides.

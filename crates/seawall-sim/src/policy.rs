@@ -20,7 +20,9 @@ use serde::{Deserialize, Serialize};
 
 mod schema;
 
-pub use schema::{BackoffKind, BudgetKind, ClientOverride, PolicyOverride, ServerLimit};
+pub use schema::{
+    BackoffKind, BudgetKind, ClientOverride, PolicyOverride, ServerLimit, ServerSlot,
+};
 
 use crate::error::Error;
 
@@ -116,6 +118,8 @@ pub struct PolicySpec {
     pub server_protection: bool,
     /// A protected tier's in-flight limit (needs `server_protection`).
     pub server_limit: ServerLimit,
+    /// How long a request holds its tier's slot: its local work, or its whole handler.
+    pub server_slot: ServerSlot,
     /// Clients act on server hints (`Retry-After`, "don't retry"), as the tower layers do.
     /// Default on; off only to show what the hints are worth.
     pub honour_hints: bool,
@@ -173,6 +177,7 @@ impl PolicySpec {
             pushback: false,
             server_protection: false,
             server_limit: ServerLimit::Fixed,
+            server_slot: ServerSlot::Service,
             honour_hints: true,
             herd_spread_s: None,
             hedge_max_attempts: 1,
@@ -228,6 +233,7 @@ impl PolicySpec {
         self.pushback = o.pushback.unwrap_or(self.pushback);
         self.server_protection = o.server_protection.unwrap_or(self.server_protection);
         self.server_limit = o.server_limit.unwrap_or(self.server_limit);
+        self.server_slot = o.server_slot.unwrap_or(self.server_slot);
         if self.server_limit == ServerLimit::Gradient && !self.server_protection {
             return Err(Error::invalid(
                 format!("{field}.server_limit"),

@@ -2,7 +2,7 @@
 
 use seawall_report::{Fault, Results, Run, Source};
 
-use crate::engine::{self, EngineStats};
+use crate::engine::{self, DoorEvent, EngineStats};
 use crate::error::Error;
 use crate::scenario::{FaultKind, OutageMode, Scenario};
 
@@ -48,13 +48,29 @@ pub fn run_policy(
     progress: &mut dyn FnMut(f64),
 ) -> Result<(Run, EngineStats), Error> {
     let spec = scenario.policy(policy)?;
-    let engine::Outcome { series, wasted, stats, hedging } =
+    let engine::Outcome { series, wasted, stats, hedging, .. } =
         engine::run(scenario, &spec, seed, progress)?;
     let mut run = Run::judged(policy, series, fault(scenario).as_ref());
     run.wasted_work = wasted;
     run.events = stats.events;
     run.hedging = hedging;
     Ok((run, stats))
+}
+
+/// Runs `policy` on `scenario` and returns what the door of `tier`'s first replica did,
+/// request by request ([`DoorEvent`]), in the order the engine did it: the simulator's own
+/// server, to check against another implementation of the same door.
+pub fn door_trace(
+    scenario: &Scenario,
+    policy: &str,
+    seed: u64,
+    tier: &str,
+) -> Result<Vec<DoorEvent>, Error> {
+    let spec = scenario.policy(policy)?;
+    let t = scenario.tiers.iter().position(|t| t.name == tier).ok_or_else(|| {
+        Error::invalid("tier", "the name of one of the scenario's tiers", tier.to_string())
+    })?;
+    engine::door_trace(scenario, &spec, seed, t)
 }
 
 /// The run's trigger for the judgement: the faults' window, or, in a scenario without a fault,

@@ -9,7 +9,7 @@ use seawall_sim::policy::Preset;
 use seawall_sim::scenario::{
     AdmissionCut, Arrivals, BackoffKind, Balance, BudgetKind, ClientOverride, Degrade, Edge,
     FanOut, FaultKind, FaultSpec, Herd, OutageMode, PolicyOverride, RatePoint, Refresh,
-    ScenarioFile, ServerLimit, Servers, Service, Spike, Tier,
+    ScenarioFile, ServerLimit, ServerSlot, Servers, Service, Spike, Tier,
 };
 
 #[test]
@@ -113,7 +113,13 @@ fn policy() -> impl Strategy<Value = PolicyOverride> {
         proptest::option::of(client()),
         proptest::collection::btree_map(name(), client(), 0..3),
         (proptest::option::of(0u32..8), proptest::option::of(num())),
-        proptest::option::of(prop_oneof![Just(ServerLimit::Fixed), Just(ServerLimit::Gradient)]),
+        (
+            proptest::option::of(prop_oneof![
+                Just(ServerLimit::Fixed),
+                Just(ServerLimit::Gradient)
+            ]),
+            proptest::option::of(prop_oneof![Just(ServerSlot::Service), Just(ServerSlot::Handler)]),
+        ),
     )
         .prop_map(
             |(
@@ -124,7 +130,7 @@ fn policy() -> impl Strategy<Value = PolicyOverride> {
                 edge,
                 tier,
                 (hedges, delay),
-                limit,
+                (limit, slot),
             )| {
                 PolicyOverride {
                     base,
@@ -139,6 +145,7 @@ fn policy() -> impl Strategy<Value = PolicyOverride> {
                     pushback: f[3],
                     server_protection: f[4],
                     server_limit: limit,
+                    server_slot: slot,
                     honour_hints: f[5],
                     herd_spread_s: herd,
                     hedge_max_attempts: hedges,

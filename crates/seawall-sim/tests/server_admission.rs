@@ -73,3 +73,54 @@ fn the_operator_knob_refuses_its_share_at_a_protected_tier_only() {
     );
     assert!(bad.unwrap_err().to_string().contains("operator[0].tier"));
 }
+
+/// An api tier of 8 workers (1 ms of its own work per request) calling a database that takes
+/// 40 ms, at 300 requests a second, with `server_slot` set as given, under `seawall`.
+fn slot_run(slot: &str) -> Run {
+    let text = r#"
+name = "slot"
+description = "an api of 8 workers calling a 40 ms database at 300 rps"
+duration_s = 20
+[edge]
+rate = 300
+deadline_ms = 2000
+retries = true
+timeout_ms = 1000
+[[tier]]
+name = "api"
+workers = 8
+service = { mean_ms = 1 }
+queue_limit = 64
+timeout_ms = 500
+[[tier]]
+name = "db"
+workers = 1000
+service = { mean_ms = 40 }
+"#;
+    let sets = vec![format!("policies.seawall.server_slot={slot}")];
+    let s = seawall_sim::Scenario::parse("slot.toml", text, &sets).unwrap();
+    simulate(&s, &["seawall".to_string()], 1, &mut |_, _| {}).unwrap().runs.remove(0)
+}
+
+/// Under `server_slot = "handler"` a request keeps its tier's slot while it waits for its call
+/// downstream, as `ShedLayer` holds one around the whole handler: 300 rps × 41 ms needs ~12
+/// slots of the api's 8, so the api sheds and goodput falls to what 8 slots carry (8 / 41 ms,
+/// ~195 rps). Under "service" (the default) the api's work is 1 ms and nothing is shed. Red if
+/// the held slot is freed at the end of local work (`held` always false: both runs alike), or
+/// never freed (the api stops serving after its first 8 requests).
+#[test]
+fn a_slot_held_across_the_call_downstream_caps_the_tier_as_shed_layer_does() {
+    let (service, handler) = (slot_run("service"), slot_run("handler"));
+    let shed = |r: &Run| r.series.shed_rps.iter().sum::<f64>();
+    assert_eq!(shed(&service), 0.0, "8 workers carry 300 rps of 1 ms work");
+    assert!(service.goodput_before > 0.99, "{}", service.goodput_before);
+    assert!(shed(&handler) > 1_000.0, "shed {}", shed(&handler));
+    let served = handler.series.goodput_rps[5..].iter().sum::<f64>() / 15.0;
+    assert!((150.0..215.0).contains(&served), "8 slots of ~41 ms serve ~195 rps, got {served:.0}");
+    let bad = seawall_sim::Scenario::parse(
+        "bad.toml",
+        seawall_sim::catalog::get("verify").unwrap().text,
+        &["policies.seawall.server_slot=thread".to_string()],
+    );
+    assert!(bad.unwrap_err().to_string().contains("server_slot"));
+}

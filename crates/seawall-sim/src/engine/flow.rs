@@ -19,7 +19,8 @@ use seawall::time::Instant;
 
 use super::queue::{Held, Kind};
 use super::slab::Id;
-use super::{CallRec, JobRec, JobState, NO_DEADLINE, Parent, Phase, Sim, ns, second};
+use super::{CallRec, Door, JobRec, JobState, NO_DEADLINE, Parent, Phase, Sim, ns, second};
+use crate::policy::ServerSlot;
 use crate::scenario::FanOut;
 
 /// One of `n` instances, uniformly (no draw when there is one, so single-instance runs keep
@@ -147,12 +148,19 @@ impl Sim<'_> {
     pub(super) fn finish_service(&mut self, job: Id) {
         let Some(j) = self.jobs.get(job) else { return };
         let (tier, deadline, spent) = (self.tier_of(j), j.deadline(), self.now - j.since);
-        let inst = j.inst;
-        let s = &mut self.servers[j.server as usize];
+        let (inst, server) = (j.inst, j.server as usize);
+        let s = &mut self.servers[server];
         s.busy -= 1;
-        // The worker is the slot: it is free once local work is done (downstream calls wait
-        // without one). Its service time teaches an adaptive limit.
-        s.adm.finish(Some(std::time::Duration::from_nanos(spent)));
+        // The worker is the slot. Under `server_slot = "service"` it is free once local work is
+        // done (downstream calls wait without one); under "handler" a request that calls
+        // downstream keeps it until it answers (`release_slot`), as `ShedLayer` holds its slot
+        // around the whole handler. The time it was held teaches an adaptive limit.
+        let calls_down = self.first_call[tier].is_some() && !self.forwarding[tier];
+        let held = calls_down && self.spec.server_slot == ServerSlot::Handler;
+        if !held {
+            s.adm.finish(Some(std::time::Duration::from_nanos(spent)));
+            self.door(server, job, Door::Finished);
+        }
         self.stats.busy_ns += spent as f64;
         if spent > 0 && self.orphaned(job) {
             self.stats.wasted_ns += spent as f64;
@@ -160,6 +168,10 @@ impl Sim<'_> {
         // Optimistic concurrency: a success within the window before this one wins the race.
         if let Some((window, last)) = &mut self.contention[tier] {
             if last.is_some_and(|t| self.now - t < *window) {
+                if held {
+                    self.servers[server].adm.finish(None);
+                    self.door(server, job, Door::Finished);
+                }
                 return self.respond(job, Class::Retryable(Transient::ServerError), Hint::None);
             }
             *last = Some(self.now);
@@ -315,16 +327,44 @@ impl Sim<'_> {
     /// attempt.
     pub(super) fn respond(&mut self, job: Id, class: Class, hint: Hint) {
         let Some(j) = self.jobs.get(job) else { return };
-        let (caller, copy) = (j.caller, j.attempt);
+        let (caller, copy, state, server) = (j.caller, j.attempt, j.state(), j.server as usize);
+        let held = self.holds_slot(job);
+        if self.door_log.is_some() {
+            if let Some((server, _)) = held {
+                self.door(server, job, Door::Finished);
+            }
+            if matches!(state, JobState::Serving | JobState::Downstream) {
+                self.door(server, job, Door::Answered);
+            }
+        }
         if !self.unlink_copy(caller, job) {
             self.remove_job(job);
-            return;
+            return self.release_slot(held, class == Class::Success);
         }
         self.remove_job(job);
+        self.release_slot(held, class == Class::Success);
         if self.is_hedged(caller) {
             return self.hedge_answer(caller, copy, class, hint);
         }
         self.attempt_done(caller, class, hint);
+    }
+
+    /// Whether `job` holds its tier's slot while it waits for its calls downstream
+    /// (`server_slot = "handler"`): its server and when it took the slot, if so.
+    fn holds_slot(&self, job: Id) -> Option<(usize, u64)> {
+        let j = self.jobs.get(job)?;
+        (self.spec.server_slot == ServerSlot::Handler && j.state() == JobState::Downstream)
+            .then_some((j.server as usize, j.since))
+    }
+
+    /// A request that held its slot across its calls downstream ends: the slot goes to the next
+    /// in the queue, and the whole handler's time teaches an adaptive limit if it succeeded (as
+    /// `ShedLayer` samples the inner service's latency).
+    fn release_slot(&mut self, held: Option<(usize, u64)>, ok: bool) {
+        let Some((server, since)) = held else { return };
+        let rtt = ok.then(|| std::time::Duration::from_nanos(self.now - since));
+        self.servers[server].adm.finish(rtt);
+        self.dispatch(server);
     }
 
     /// The attempt of `caller` that `call` stood for (at a tier that only forwards) ends with
@@ -475,6 +515,8 @@ impl Sim<'_> {
         let Some(j) = self.jobs.get(job) else { return };
         let (server, state, down, started) = (j.server as usize, j.state(), j.down(), j.since);
         let ticket = j.ticket();
+        let held = self.holds_slot(job);
+        self.door(server, job, Door::Cancelled);
         self.remove_job(job);
         let s = &mut self.servers[server];
         match state {
@@ -492,12 +534,18 @@ impl Sim<'_> {
                 self.dispatch(server);
             }
             JobState::Downstream => {
-                let mut rest = down;
-                while let Some(call) = rest {
-                    rest = self.calls.get(call).and_then(|_| self.sibling(call));
-                    self.abandon(call);
-                }
+                self.drop_calls(down);
+                self.release_slot(held, false);
             }
+        }
+    }
+
+    /// Abandons a job's calls downstream, `first` and its siblings (the job is going away).
+    pub(super) fn drop_calls(&mut self, first: Option<Id>) {
+        let mut rest = first;
+        while let Some(call) = rest {
+            rest = self.calls.get(call).and_then(|_| self.sibling(call));
+            self.abandon(call);
         }
     }
 

@@ -7,6 +7,7 @@
 //! client (a person or a mobile app) calling tier 0; layer `k` is tier `k-1` calling tier `k`. Ids
 //! are generational, so an event for something already finished is simply ignored.
 
+mod door;
 mod flow;
 mod hedge;
 mod queue;
@@ -28,6 +29,8 @@ use std::collections::HashMap;
 use crate::error::Error;
 use crate::policy::PolicySpec;
 use crate::scenario::{Arrivals, BackoffKind, Balance, Scenario, Servers};
+use door::DoorLog;
+pub use door::{Door, DoorEvent};
 use queue::{Calendar, Kind};
 use server::Server;
 use slab::{Id, Slab};
@@ -321,6 +324,8 @@ pub(crate) struct Sim<'a> {
     /// Per tier: it only forwards, so an attempt there is handed on as the one call it makes
     /// downstream (see [`Sim::only_forwards`]).
     forwarding: Vec<bool>,
+    /// One server's door, recorded (`door_trace`); `None` in every ordinary run.
+    door_log: Option<DoorLog>,
 }
 
 impl<'a> Sim<'a> {
@@ -463,6 +468,7 @@ impl<'a> Sim<'a> {
                 .iter()
                 .map(|t| t.contention_window_ms.map(|w| (ns(w), None)))
                 .collect(),
+            door_log: None,
         })
     }
 
@@ -546,7 +552,8 @@ impl<'a> Sim<'a> {
             peak_jobs: self.jobs.capacity(),
         };
         let hedging = self.hedge_counts();
-        Outcome { series: self.stats.into_series(), wasted, stats: es, hedging }
+        let door = self.door_log.take().map(|l| l.events).unwrap_or_default();
+        Outcome { series: self.stats.into_series(), wasted, stats: es, hedging, door }
     }
 
     /// Each hedged layer's counters, named by its caller and callee.
@@ -747,6 +754,21 @@ pub(crate) struct Outcome {
     pub(crate) stats: EngineStats,
     /// Each hedged layer's counters (empty when no layer hedges).
     pub(crate) hedging: Vec<seawall_report::Hedging>,
+    /// The recorded door's events (empty unless one was recorded).
+    pub(crate) door: Vec<DoorEvent>,
+}
+
+/// Runs `spec` on `sc` and returns the record of the door of `tier`'s first replica.
+pub(crate) fn door_trace(
+    sc: &Scenario,
+    spec: &PolicySpec,
+    seed: u64,
+    tier: usize,
+) -> Result<Vec<DoorEvent>, Error> {
+    let mut sim = Sim::new(sc, spec, seed)?;
+    let server = sim.servers.iter().position(|s| usize::from(s.tier) == tier).unwrap_or(0);
+    sim.door_log = Some(DoorLog { server, events: Vec::new() });
+    Ok(sim.run(&mut |_| {}).door)
 }
 
 /// Runs `spec` on `sc` and returns what it measured.

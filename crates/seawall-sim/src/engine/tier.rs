@@ -11,7 +11,8 @@ use seawall::time::Instant;
 
 use super::queue::Kind;
 use super::slab::Id;
-use super::{JobState, Phase, Sim};
+use super::{Door, JobState, Phase, Sim};
+use crate::policy::ServerSlot;
 
 impl Sim<'_> {
     /// The answer a server gives when it refuses work.
@@ -27,9 +28,11 @@ impl Sim<'_> {
     pub(super) fn arrive(&mut self, job: Id) {
         let now = self.instant();
         let Some(j) = self.jobs.get(job) else { return };
-        let (tier, attempt, deadline) = (self.tier_of(j), j.attempt, j.deadline());
+        let (tier, attempt, deadline, server) =
+            (self.tier_of(j), j.attempt, j.deadline(), j.server as usize);
         self.stats.attempt(tier, self.now);
-        let s = &mut self.servers[j.server as usize];
+        self.door(server, job, Door::Arrived { attempt, deadline_ns: deadline });
+        let s = &mut self.servers[server];
         s.note_arrival(self.now);
         // The operator's knob, at the door before anything else, as `ShedLayer` applies it.
         if s.knob_down(self.now) && cut_by(&s.knob, &mut self.cut) {
@@ -49,6 +52,7 @@ impl Sim<'_> {
         match s.adm.offer(now, class, deadline, || job) {
             Offer::Run => self.start_service(job),
             Offer::Queued { ticket, evicted } => {
+                self.door(server, job, Door::Queued);
                 if let Some(j) = self.jobs.get_mut(job) {
                     j.phase = Phase::Queued(Some(ticket));
                 }
@@ -64,13 +68,17 @@ impl Sim<'_> {
     /// `Retry-After`, or 504), read as the tower client reads it.
     fn shed(&mut self, job: Id, reason: Reason) {
         self.stats.shed(self.now);
-        let protected =
-            self.jobs.get(job).is_none_or(|j| self.servers[j.server as usize].protected);
+        let server = self.jobs.get(job).map(|j| j.server as usize);
+        let protected = server.is_none_or(|s| self.servers[s].protected);
         if !protected {
             // A full queue at a server without load shedding: its plain refusal.
+            self.door(server.unwrap_or(0), job, Door::Refused { status: 503 });
             return self.respond(job, self.refusal(), Hint::None);
         }
         let answer = Rejection::of(reason, &self.retry_after, &mut self.shed);
+        if let Some(s) = server {
+            self.door(s, job, Door::Refused { status: answer.status() });
+        }
         let class = self.classifier.classify(answer.status());
         self.respond(job, class, answer.hint());
     }
@@ -80,6 +88,7 @@ impl Sim<'_> {
         let server = j.server as usize;
         j.phase = Phase::Serving;
         j.since = self.now;
+        self.door(server, job, Door::Admitted);
         let s = &mut self.servers[server];
         s.busy += 1;
         let d = s.service_ns(self.now, &mut self.service);
@@ -110,21 +119,26 @@ impl Sim<'_> {
         }
     }
 
-    /// A restart fails everything queued or running at the replica; caches are then cold.
+    /// A restart fails everything queued or running at the replica (under `server_slot =
+    /// "handler"`, requests waiting for their calls downstream too: they hold slots, and die
+    /// with the process); caches are then cold.
     pub(super) fn restart(&mut self, server: usize) {
         let s = &mut self.servers[server];
         let mut victims: Vec<Id> = Vec::new();
         s.adm.clear(|id| victims.push(id));
+        let handler = self.spec.server_slot == ServerSlot::Handler;
         victims.extend(self.jobs.ids().filter(|&id| {
-            self.jobs
-                .get(id)
-                .is_some_and(|j| j.server as usize == server && j.state() == JobState::Serving)
+            self.jobs.get(id).is_some_and(|j| {
+                j.server as usize == server
+                    && (j.state() == JobState::Serving
+                        || handler && j.state() == JobState::Downstream)
+            })
         }));
         for id in victims {
-            if let Some(j) = self.jobs.get(id)
-                && j.state() == JobState::Serving
-            {
-                self.servers[server].busy -= 1;
+            match self.jobs.get(id).map(|j| (j.state(), j.down())) {
+                Some((JobState::Serving, _)) => self.servers[server].busy -= 1,
+                Some((JobState::Downstream, down)) => self.drop_calls(down),
+                _ => {}
             }
             self.respond(id, Class::Retryable(Transient::Connection), Hint::None);
         }

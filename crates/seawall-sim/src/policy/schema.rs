@@ -35,6 +35,19 @@ pub enum ServerLimit {
     Gradient,
 }
 
+/// How long a tier's request holds its admission slot (a worker).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServerSlot {
+    /// Until its local work is done: the tier's downstream calls wait without a slot (a server
+    /// whose workers are its CPUs and whose handlers await their calls without holding one).
+    #[default]
+    Service,
+    /// Until the tier answers, its downstream calls included, as `ShedLayer` holds its slot
+    /// around the whole handler (and as a thread-per-request server holds its thread).
+    Handler,
+}
+
 /// Budget of a policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -94,6 +107,9 @@ pub struct PolicyOverride {
     /// A protected tier's in-flight limit: `fixed` (default) or `gradient`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_limit: Option<ServerLimit>,
+    /// How long a request holds its tier's slot: `service` (default) or `handler`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_slot: Option<ServerSlot>,
     /// Clients act on server hints: a shed answer's `Retry-After`, a fail-fast tier's "don't
     /// retry" (default true; false shows what the hints are worth).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -11,7 +11,9 @@ mod schema;
 mod validate;
 
 /// The `[policies.NAME]` tables (defined with the policies, re-exported where the file is read).
-pub use crate::policy::{BackoffKind, BudgetKind, ClientOverride, PolicyOverride, ServerLimit};
+pub use crate::policy::{
+    BackoffKind, BudgetKind, ClientOverride, PolicyOverride, ServerLimit, ServerSlot,
+};
 pub use schema::*;
 
 use serde::Serialize;
