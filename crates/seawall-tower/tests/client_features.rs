@@ -8,7 +8,7 @@ fn normal_tree(features: &str) -> String {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["tree", "--offline", "-p", "seawall-tower", "--no-default-features", "-e", "normal"])
+        .args(["tree", "--locked", "-p", "seawall-tower", "--no-default-features", "-e", "normal"])
         .args(["--features", features])
         .output()
         .expect("cargo tree runs");
