@@ -1,4 +1,4 @@
-//! Issue 8's must-show, on recorded series: the simulator runs the catalog scenarios in-process
+//! The must-show figures on recorded series: the simulator runs the catalog scenarios in-process
 //! and the classifier must call the storms storms (or metastable) within 30 simulated seconds of
 //! the fault starting, the pure spike a spike, and the `seawall` policy's runs anything but a
 //! storm. Every run is replayed twice: knowing when the trigger ended (as `detect --replay` does

@@ -189,8 +189,8 @@ pub fn predict(params: &LabParams) -> Result<Results, LabError> {
     Ok(r)
 }
 
-/// The largest gap between a lab figure and the simulator's that still counts as agreement
-/// (issue 17: "within 15 %").
+/// The largest gap between a lab figure and the simulator's that still counts as agreement:
+/// within 15 %.
 pub const TOLERANCE: f64 = 0.15;
 
 /// A figure the lab and the simulator both report, compared by [`gaps`].

@@ -141,7 +141,7 @@ async fn lab_and_simulator_agree_within_15_percent() {
     assert_agrees(&faulted).await;
 }
 
-/// Seawall at twice capacity: issue 15's `--rate 400` on the default 200 rps dependency, no fault,
+/// Seawall at twice capacity: `--rate 400` on the default 200 rps dependency, no fault,
 /// scaled as above: 100 rps on 50. The dependency's `ShedLayer` turns half of it away; what it
 /// admits is served at capacity.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -60,7 +60,7 @@ async fn call(
     Ok(reply.into_inner())
 }
 
-/// The claim of issue 19: `UNAVAILABLE` is retried by the method's policy, with no idempotency
+/// The claim: `UNAVAILABLE` is retried by the method's policy, with no idempotency
 /// key, `grpc-previous-rpc-attempts` on every retry and `grpc-timeout` from the deadline the
 /// task inherited. Breaks if the layer asks for an idempotency key (or HTTP rules), drops the
 /// attempt header, or ignores `propagate::current()`.

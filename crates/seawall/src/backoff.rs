@@ -278,7 +278,7 @@ mod tests {
         assert!((mean - 0.2).abs() < 0.02, "mean of U[0, 400ms) ≈ 200 ms, got {mean}");
     }
 
-    /// Issue 19: a thousand clients that fail at the same instant, each with its own random
+    /// A thousand clients that fail at the same instant, each with its own random
     /// stream (as the policy hands out: one `SeedSource`, one stream per call), must not all
     /// pick the same first decorrelated wait. Mutation checked: the old first retry (`hi =
     /// max(3 · previous, base)`, i.e. exactly `base` when `previous` is 0) makes every wait

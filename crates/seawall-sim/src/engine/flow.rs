@@ -128,7 +128,7 @@ impl Sim<'_> {
     /// Sends `job` to its server, then schedules its attempt's timer (held at `launch`, so in
     /// the same place) unless the server has already answered: an attempt shed or failed at
     /// once has no timer to fire, which in a synchronised herd is millions of pending timers
-    /// fewer (issue 17). A job gone after `arrive` was answered or cancelled, and off its
+    /// fewer. A job gone after `arrive` was answered or cancelled, and off its
     /// call's list either way, so its timer would have found nothing in flight. At a tier that
     /// only forwards, the job is gone either way (`forward`): the attempt is in flight while
     /// `call` lists the call that stands for it.

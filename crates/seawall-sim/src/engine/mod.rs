@@ -478,7 +478,7 @@ impl<'a> Sim<'a> {
     /// needs no record of its own once it has made that call: the call stands for it
     /// (`Parent::Attempt`), and its caller lists the call as its attempt in flight. A load
     /// balancer is such a tier; in a synchronised 5 M-client herd that is 5 M records of 56 B
-    /// fewer (issue 17). Everything before the call is made (the arrival, the server's counts,
+    /// fewer. Everything before the call is made (the arrival, the server's counts,
     /// the service that takes no time) happens as at any tier, in the same event.
     fn only_forwards(
         sc: &Scenario,

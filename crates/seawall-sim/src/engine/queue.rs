@@ -74,8 +74,8 @@ impl Kind {
 const KIND_BITS: u32 = 16;
 
 /// One scheduled event in 24 B. A synchronised 5 M-client herd holds about 10 M of them at its
-/// peak (each edge attempt's timeout, each balancer call's backoff), so 8 B less each is 80 MB
-/// (issue 17). As a struct of time, sequence number and [`Kind`] it took 32 B: a `Kind` is 16 B,
+/// peak (each edge attempt's timeout, each balancer call's backoff), so 8 B less each is 80 MB.
+/// As a struct of time, sequence number and [`Kind`] it took 32 B: a `Kind` is 16 B,
 /// its tag beside an 8 B id and an attempt number. Here the tag and the 8-bit field ride in the
 /// low [`KIND_BITS`] of `order`, under the sequence number, and the rest of the kind is one word.
 /// Sequence numbers are unique, so ordering entries by `(at, order)` is ordering them by
