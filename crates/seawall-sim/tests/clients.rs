@@ -143,8 +143,12 @@ fn set_reaches_layer_settings() {
 /// as another (each pair of kinds differs by more than the band) or does not reach the layer.
 #[test]
 fn every_budget_kind_runs_at_a_layer() {
-    let expected =
-        [("grpc", 12.00, true), ("aws", 12.03, true), ("ratio", 13.31, true), ("envoy", 24.0, true)];
+    let expected = [
+        ("grpc", 12.00, true),
+        ("aws", 12.03, true),
+        ("ratio", 13.31, true),
+        ("envoy", 24.0, true),
+    ];
     for (kind, want, recovers) in expected.into_iter().chain([("adaptive", 3.17, false)]) {
         let text = CHAIN.replace("budget = \"none\"", &format!("budget = \"{kind}\""));
         let (s, r) = run(&text, "as-configured");

@@ -1,5 +1,6 @@
-//! ShedLayer and DeadlineLayer on real axum servers on 127.0.0.1: goodput under 4× overload,
-//! doomed work not started, retries shed first.
+//! ShedLayer and DeadlineLayer: goodput under 4× overload on a real axum server on 127.0.0.1
+//! (wall-clock load); doomed work not started and retries shed first on a paused runtime, in
+//! process, where the order of events is the test's and every wait exact.
 #![cfg(feature = "server")]
 
 mod common_server;
@@ -12,11 +13,13 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::routing::get;
 use bytes::Bytes;
-use common_server::{req, send, send_within, serve};
+use common_server::{req, send_within, serve};
 use http::StatusCode;
-use http_body_util::Full;
+use http_body_util::{BodyExt, Full};
 use seawall_tower::server::{DeadlineLayer, RejectReason, ServerMetrics, ShedLayer};
+use seawall_tower::time::TokioClock;
 use tokio::sync::Semaphore;
+use tower::ServiceExt;
 
 /// Handler capacity: `WORKERS` at a time (a pool of workers), each request takes `WORK`.
 const WORKERS: usize = 4;
@@ -96,103 +99,99 @@ async fn goodput_holds_at_4x_with_shedding_and_collapses_without() {
     assert!(metrics.snapshot().rejected_total() > 0);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// A router with `handler` at `/slow` under `ShedLayer` (one slot, a queue of `queue`) and,
+/// outside it, `DeadlineLayer`, both on tokio's clock: on a paused runtime the whole stack runs
+/// on virtual time, called in-process (no sockets), so the order of arrivals is the order of
+/// the test's steps and every wait is exact.
+fn paused_stack<H, T>(handler: H, queue: usize, metrics: &ServerMetrics) -> Router
+where
+    H: axum::handler::Handler<T, ()>,
+    T: 'static,
+{
+    Router::new()
+        .route("/slow", get(handler))
+        .layer(
+            ShedLayer::new(NonZeroUsize::new(1).unwrap())
+                .with_queue(queue)
+                .with_metrics(metrics.clone())
+                .with_clock(TokioClock),
+        )
+        .layer(DeadlineLayer::new().with_metrics(metrics.clone()).with_clock(TokioClock))
+}
+
+fn slow(headers: &[(&str, &str)]) -> http::Request<axum::body::Body> {
+    let mut r = http::Request::get("/slow");
+    for (k, v) in headers {
+        r = r.header(*k, *v);
+    }
+    r.body(axum::body::Body::empty()).unwrap()
+}
+
+#[tokio::test(start_paused = true)]
 async fn request_with_30ms_left_is_not_started_when_the_queue_wait_exceeds_it() {
     let started = Arc::new(AtomicU64::new(0));
     let s = started.clone();
-    let app = Router::new().route(
-        "/slow",
-        get(move || {
-            s.fetch_add(1, Ordering::SeqCst);
-            async {
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                "done"
-            }
-        }),
-    );
+    let handler = move || {
+        s.fetch_add(1, Ordering::SeqCst);
+        async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            "done"
+        }
+    };
     let metrics = ServerMetrics::new();
-    let app = app
-        .layer(ShedLayer::new(NonZeroUsize::new(1).unwrap()).with_metrics(metrics.clone()))
-        .layer(DeadlineLayer::new().with_metrics(metrics.clone()));
-    let addr = serve(app).await;
-
-    let first =
-        tokio::spawn(send(addr, req("GET", addr, "/slow").body(Full::new(Bytes::new())).unwrap()));
+    let app = paused_stack(handler, 64, &metrics);
+    let first = tokio::spawn(app.clone().oneshot(slow(&[])));
     tokio::time::sleep(Duration::from_millis(20)).await;
-    let t = Instant::now();
-    let doomed = req("GET", addr, "/slow")
-        .header("request-timeout-ms", "30")
-        .body(Full::new(Bytes::new()))
-        .unwrap();
-    let got = send(addr, doomed).await.expect("answered");
-    let waited = t.elapsed();
-    assert_eq!(got.status, StatusCode::GATEWAY_TIMEOUT);
+    let t = tokio::time::Instant::now();
+    let got = app.clone().oneshot(slow(&[("request-timeout-ms", "30")])).await.unwrap();
+    // Cut at its deadline, exactly, not when the slot came free (180 ms later).
+    assert_eq!(t.elapsed(), Duration::from_millis(30));
+    assert_eq!(got.status(), StatusCode::GATEWAY_TIMEOUT);
     // The outer DeadlineLayer cut it while its inner service (the queue) held it: from there the
     // outcome is unknown, and the problem body says so.
-    assert_eq!(got.headers["content-type"], "application/problem+json");
-    let body = String::from_utf8_lossy(&got.body);
+    assert_eq!(got.headers()["content-type"], "application/problem+json");
+    let body = got.into_body().collect().await.unwrap().to_bytes();
+    let body = String::from_utf8_lossy(&body);
     assert!(body.contains("#deadline-passed-while-running"), "{body}");
-    assert!(
-        waited < Duration::from_millis(150),
-        "answered at its deadline, not after the queue: {waited:?}"
-    );
-    assert_eq!(first.await.unwrap().expect("first answered").status, StatusCode::OK);
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(first.await.unwrap().unwrap().status(), StatusCode::OK);
     assert_eq!(started.load(Ordering::SeqCst), 1, "the doomed request never reached the handler");
     assert_eq!(metrics.snapshot().rejected(RejectReason::DeadlineExpired), 1);
     assert_eq!(metrics.snapshot().queue_len, 0, "the cancelled waiter left the queue");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn retries_are_shed_before_first_attempts() {
-    let app = Router::new().route(
-        "/slow",
-        get(|| async {
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            "done"
-        }),
-    );
-    let metrics = ServerMetrics::new();
-    let app = app.layer(
-        ShedLayer::new(NonZeroUsize::new(1).unwrap()).with_queue(2).with_metrics(metrics.clone()),
-    );
-    let addr = serve(app).await;
-    let get = |attempt: &'static str| {
-        let r = req("GET", addr, "/slow")
-            .header("request-attempt", attempt)
-            .body(Full::new(Bytes::new()))
-            .unwrap();
-        tokio::spawn(send(addr, r))
+    let handler = || async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        "done"
     };
+    let metrics = ServerMetrics::new();
+    let app = paused_stack(handler, 2, &metrics);
+    let get =
+        |attempt: &str| tokio::spawn(app.clone().oneshot(slow(&[("request-attempt", attempt)])));
+    let step = || tokio::time::sleep(Duration::from_millis(30));
     let running = get("1");
-    tokio::time::sleep(Duration::from_millis(30)).await;
+    step().await;
     let retries = [get("2"), get("3")];
-    tokio::time::sleep(Duration::from_millis(30)).await;
+    step().await;
     assert_eq!(metrics.snapshot().queue_len, 2);
     let firsts = [get("1"), get("1")];
-    tokio::time::sleep(Duration::from_millis(30)).await;
+    step().await;
     let late_retry = get("2");
     for r in retries {
-        let got = r.await.unwrap().expect("answered");
+        let got = r.await.unwrap().unwrap();
         assert_eq!(
-            got.status,
+            got.status(),
             StatusCode::SERVICE_UNAVAILABLE,
             "queued retry evicted by a first attempt"
         );
-        let after: u64 = got.headers["retry-after"].to_str().unwrap().parse().unwrap();
+        let after: u64 = got.headers()["retry-after"].to_str().unwrap().parse().unwrap();
         assert!((1..=5).contains(&after));
     }
-    assert_eq!(
-        late_retry.await.unwrap().expect("answered").status,
-        StatusCode::SERVICE_UNAVAILABLE
-    );
-    assert_eq!(running.await.unwrap().expect("answered").status, StatusCode::OK);
+    assert_eq!(late_retry.await.unwrap().unwrap().status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(running.await.unwrap().unwrap().status(), StatusCode::OK);
     for f in firsts {
-        assert_eq!(
-            f.await.unwrap().expect("answered").status,
-            StatusCode::OK,
-            "first attempts served"
-        );
+        assert_eq!(f.await.unwrap().unwrap().status(), StatusCode::OK, "first attempts served");
     }
     assert_eq!(metrics.snapshot().rejected(RejectReason::RetryShed), 3);
 }
