@@ -12,7 +12,7 @@
 //! A budget caps a place's retries at a share `x` of its requests however long the failure
 //! lasts, so the place sends at most `1 + x` attempts per call on average (and never more than
 //! its cap): a 10 % ratio budget gives 1.1, gRPC throttling `1 + tokenRatio`, an Envoy retry
-//! budget `1 + percent/100`, the AWS retry quota 1.2 (see [`crate::model::Budget::retry_share`]).
+//! budget `1 + percent/100`, the AWS retry quota 1 + 1/14 (see [`crate::model::Budget::retry_share`]).
 //! Places without a budget keep their cap. The bounded multiplier of a path is the product, and is
 //! reported only when at least one retrying place on the path has a budget.
 //!

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use seawall::budget::{AwsRetryCosts, RetryCause};
 use serde::Serialize;
 
 /// A call graph ready to analyse: what [`crate::graph::load`] builds from a graph file and its imports.
@@ -231,8 +232,9 @@ pub enum Budget {
         /// `min_retry_concurrency` (default 3).
         min_concurrency: u32,
     },
-    /// AWS SDK retry quota (standard and adaptive modes): 500 tokens, a retry costs 5, a
-    /// first-try success refunds 1.
+    /// AWS SDK retry quota (standard and adaptive modes), as the core's
+    /// [`AwsRetryQuota`](seawall::budget::AwsRetryQuota) runs it: 500 tokens, a retry after an
+    /// error costs 14 (the updated 2026 costs), a first-try success earns 1.
     AwsQuota,
 }
 
@@ -245,14 +247,19 @@ impl Budget {
     ///   most `tokenRatio` × successes, so retries settle near that share (10/0.1 → 1.1);
     /// - Envoy: `percent`/100 of requests in flight may be retries (20 % → 1.2); the
     ///   `min_retry_concurrency` floor is ignored at fleet scale;
-    /// - AWS quota: a retry costs 5 tokens and a first-try success earns 1, so once the initial
-    ///   500 are spent retries are at most 1/5 of successes (→ 1.2).
+    /// - AWS quota: a retry after an error costs the core's
+    ///   [`AwsRetryCosts`](seawall::budget::AwsRetryCosts) price (14 tokens) and a first-try
+    ///   success earns 1, so once the initial 500 are spent retries are at most 1/14 of
+    ///   successes (→ 1.07).
     pub fn retry_share(&self) -> f64 {
         match *self {
             Budget::Ratio { ratio } => ratio,
             Budget::GrpcThrottle { token_ratio, .. } => token_ratio,
             Budget::Envoy { percent, .. } => percent / 100.0,
-            Budget::AwsQuota => 0.2,
+            Budget::AwsQuota => {
+                let cost = AwsRetryCosts::default().cost(RetryCause::Transient);
+                1.0 / f64::from(cost)
+            }
         }
     }
 }

@@ -52,8 +52,8 @@ fn checkout(dep: &str, fault: &str) -> (String, Vec<serde_json::Value>) {
 }
 
 /// The database path multiplies to 27 (3 × 3 × 3), but the order service's AWS SDK retries
-/// under its own quota, which 35 retries drain: while the database fails, the SDK makes one
-/// attempt and the two places above it multiply to 9. Without the quota the run reaches 27
+/// under its own quota, which 35 retries drain: while the database fails, the SDK makes about
+/// one attempt and the two places above it multiply to 9, under the audit's bound. Without the quota the run reaches 27
 /// (`checkout_database_without_the_sdk_quota_reaches_27` in src/audit/tests.rs).
 #[test]
 fn checkout_database_is_held_near_9x_by_the_sdk_quota_and_seawall_below_1_2() {
@@ -63,12 +63,18 @@ fn checkout_database_is_held_near_9x_by_the_sdk_quota_and_seawall_below_1_2() {
         stdout.contains("audited worst case: 27 attempts per request at database; the simulated layers multiply to 27"),
         "{stdout}"
     );
-    assert!(stdout.contains("AWS retry quota runs as the core's"), "{stdout}");
+    // The audit's bounds are the core's budgets' own: nothing to reconcile.
+    assert!(!stdout.contains("runs as the core's"), "{stdout}");
+    // The audit's sustained bound for this path: 3 × 3 × (1 + 1/14), the quota's 14-token
+    // retries paid by 1-token successes (the core's costs; `seawall audit` prints 9.643).
+    let bound = 9.0 * (1.0 + 1.0 / 14.0);
     for a in amplification(&runs[0], 8.0, 15.0) {
-        assert!((8.5..=9.5).contains(&a), "configured during the fault {a}");
+        assert!((8.5..=bound).contains(&a), "configured during the fault {a}, bound {bound}");
     }
+    // The peak is the fault's first second, while each SDK instance spends the 500 tokens it
+    // started with (35 retries): above the sustained bound, by that burst only.
     let peak = runs[0]["peak_amplification"].as_f64().unwrap();
-    assert!((9.0..=10.8).contains(&peak), "configured peak {peak}: within the audit's bound 10.8");
+    assert!((bound..=10.8).contains(&peak), "configured peak {peak}");
     let sw = runs[1]["peak_amplification"].as_f64().unwrap();
     assert!(sw <= 1.2, "seawall peak {sw}");
 }

@@ -83,14 +83,8 @@ fn budget_kind(b: &Budget) -> (BudgetKind, Option<String>) {
             );
             (BudgetKind::Envoy, (!same).then_some(note))
         }
-        Budget::AwsQuota => (
-            BudgetKind::Aws,
-            Some(
-                "AWS retry quota runs as the core's: 500 tokens, 14 per retry after an error \
-                 (the 2026 costs; the audit's bound assumes 5)"
-                    .into(),
-            ),
-        ),
+        // The audit's bound is the core's quota's own (`Budget::retry_share`).
+        Budget::AwsQuota => (BudgetKind::Aws, None),
     }
 }
 
