@@ -19,7 +19,7 @@ check() {  # FILE FEATURE
   fi
 }
 check seawall/grpc/index.html grpc
-check seawall_tower/client/grpc/struct.GrpcRetryLayer.html grpc
+check seawall_tower/client/reqwest/struct.ReqwestService.html reqwest
 check seawall_tower/server/idempotency/store/postgres/struct.PostgresStore.html postgres
 check seawall_audit/simulate/index.html simulate
 echo "docsrs: feature-gated items are marked"

@@ -248,7 +248,7 @@ impl Budget {
     /// - Envoy: `percent`/100 of requests in flight may be retries (20 % → 1.2); the
     ///   `min_retry_concurrency` floor is ignored at fleet scale;
     /// - AWS quota: a retry after an error costs the core's
-    ///   [`AwsRetryCosts`](seawall::budget::AwsRetryCosts) price (14 tokens) and a first-try
+    ///   [`AwsRetryCosts`] price (14 tokens) and a first-try
     ///   success earns 1, so once the initial 500 are spent retries are at most 1/14 of
     ///   successes (→ 1.07).
     pub fn retry_share(&self) -> f64 {

@@ -27,8 +27,9 @@
 //! tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
 //! ```
 //!
-//! Optional parts are features: `axum`, `reqwest`, `reqwest-middleware`, `grpc`, `otel`,
-//! `prometheus`, `redis-control`, `postgres`, `redis-store` (the crate's README has a table).
+//! Optional parts are features: `axum`, `reqwest`, `reqwest-middleware`, `otel`,
+//! `prometheus`, `redis-control`, `postgres`, `redis-store` (the crate's README has a table). gRPC is the
+//! companion crate `seawall-grpc`.
 //! Items that need one say so in these docs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]

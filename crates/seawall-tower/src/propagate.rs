@@ -48,11 +48,9 @@ pub fn current() -> Option<RequestDeadline> {
 }
 
 /// The deadline in scope as an instant of `clock`, whose reading is `now`
-/// ([`RequestDeadline::for_clock`]).
+/// ([`RequestDeadline::for_clock`]): what a client layer on its own clock bounds its calls by.
 #[inline]
-// Read by the client layers (and this module's test): unused in a server-only build.
-#[cfg_attr(not(feature = "client"), allow(dead_code))]
-pub(crate) fn current_for<C: Clock + ?Sized>(clock: &C, now: Instant) -> Option<Deadline> {
+pub fn current_for<C: Clock + ?Sized>(clock: &C, now: Instant) -> Option<Deadline> {
     current().map(|d| d.for_clock(clock, now))
 }
 

@@ -19,7 +19,7 @@
 //! tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
 //! ```
 //!
-//! Add `grpc` for section 3, `postgres` or `redis-store` for a shared idempotency store,
+//! Add `seawall-grpc` for section 3, the features `postgres` or `redis-store` for a shared idempotency store,
 //! `redis-control` for the fleet-wide retry switch and `otel` for OpenTelemetry metrics. The
 //! crate's front page lists every feature. `seawall-tower/tests/guide_scratch_crate.rs` builds
 //! a crate outside the workspace from exactly this table and the examples of sections 1 and 2.
@@ -106,35 +106,16 @@ let client: ClientWithMiddleware =
 //!
 //! # 3. A tonic client
 //!
-//! gRPC calls are all POSTs, so seawall's HTTP rules would never retry them; with the `grpc`
-//! feature, [`GrpcRetryLayer`](crate::client::grpc::GrpcRetryLayer) retries (or hedges) each
+//! gRPC calls are all POSTs, so seawall's HTTP rules would never retry them. The companion crate
+//! `seawall-grpc` (`crates/seawall-grpc`) has `GrpcRetryLayer`, which retries (or hedges) each
 //! method as the service config says, by gRFC A6's rules — the same JSON a gRPC client in any
 //! other language reads. It is one layer directly over the channel (it buffers requests itself,
-//! so there is no order to get wrong):
-#![cfg_attr(
-    feature = "grpc",
-    doc = r##"
-```no_run
-use seawall_tower::client::grpc::GrpcRetryLayer;
-use tower::ServiceBuilder;
-
-# fn run() -> Result<(), Box<dyn std::error::Error>> {
-let layer = GrpcRetryLayer::from_json(r#"{
-  "methodConfig": [{
-    "name": [{"service": "shop.Inventory"}],
-    "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s", "maxBackoff": "1s",
-                    "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}
-  }],
-  "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}
-}"#)?;
-let channel = tonic::transport::Endpoint::from_static("http://127.0.0.1:50051").connect_lazy();
-let svc = ServiceBuilder::new().layer(layer).service(channel);
-// A generated client takes it as its transport: `InventoryClient::new(svc)`.
-let _grpc = tonic::client::Grpc::new(svc);
-# Ok(()) }
-```
-"##
-)]
+//! so there is no order to get wrong), and its crate page has the example:
+//!
+//! ```toml
+//! seawall-grpc = { path = "../seawall/crates/seawall-grpc" }
+//! tonic = "0.14"
+//! ```
 //!
 //! # 4. Clients in application state
 //!

@@ -118,8 +118,9 @@ impl ClientMetrics {
         m
     }
 
-    /// Adds `core` to what this view reports (once, however often it is attached).
-    pub(crate) fn attach(&self, core: &Arc<Metrics>) {
+    /// Adds `core` to what this view reports (once, however often it is attached): how a layer
+    /// outside this crate (`seawall-grpc`'s) exports the core counters its calls report into.
+    pub fn attach(&self, core: &Arc<Metrics>) {
         self.sources.attach(core);
     }
 
@@ -128,8 +129,9 @@ impl ClientMetrics {
         self.sources.snapshot()
     }
 
-    /// A successful call of the layer whose policy counts into `core` took `took`.
-    pub(crate) fn succeeded(&self, core: &Metrics, took: Duration) {
+    /// A successful call of the layer whose policy counts into `core` took `took` (the
+    /// duration histogram, and OpenTelemetry's if registered).
+    pub fn succeeded(&self, core: &Metrics, took: Duration) {
         core.call_took(took);
         #[cfg(feature = "otel")]
         if let Some(d) = self.otel_duration.get() {

@@ -46,8 +46,6 @@ mod config;
 pub mod control;
 mod engine;
 mod fail_fast;
-#[cfg(feature = "grpc")]
-mod future;
 pub mod metrics;
 mod overload;
 mod retry;
@@ -56,9 +54,6 @@ mod timer;
 #[cfg(feature = "redis-control")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis-control")))]
 pub mod fleet;
-#[cfg(feature = "grpc")]
-#[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
-pub mod grpc;
 #[cfg(feature = "reqwest-middleware")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest-middleware")))]
 pub mod middleware;
@@ -77,9 +72,6 @@ pub use breaker::{
 };
 pub use control::{ControlState, admin_response};
 pub use fail_fast::{FailFast, FailFastFuture, FailFastLayer};
-#[cfg(feature = "grpc")]
-#[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
-pub use future::ResponseFuture;
 pub use metrics::ClientMetrics;
 #[cfg(feature = "client-prometheus")]
 #[cfg_attr(docsrs, doc(cfg(feature = "client-prometheus")))]

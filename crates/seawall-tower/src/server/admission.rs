@@ -2,7 +2,7 @@
 //! admission to a fraction during a storm and ramps it back.
 //!
 //! Mount it next to the server, sharing the [`Control`] given to
-//! [`ShedLayer::admission`](crate::server::ShedLayer::admission):
+//! [`ShedLayer::with_admission`](crate::server::ShedLayer::with_admission):
 //!
 //! ```
 //! use axum::{Router, extract::Request, routing::{any, get}};

@@ -31,7 +31,7 @@ pub enum RejectReason {
     /// A retry (attempt > 1) shed to make room for, or protect, first attempts.
     RetryShed,
     /// Turned away at the door because an operator cut admission below 100 %
-    /// ([`ShedLayer::admission`](crate::server::ShedLayer::admission); `seawall escape`).
+    /// ([`ShedLayer::admission`](crate::server::ShedLayer::with_admission); `seawall escape`).
     AdmissionCut,
 }
 

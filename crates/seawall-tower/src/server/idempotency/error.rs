@@ -24,7 +24,7 @@ pub enum StoreError {
     /// The in-memory store's pending pool (keys in flight) is full.
     PendingFull,
     /// The store did not answer within the layer's
-    /// [`store_timeout`](super::IdempotencyLayer::store_timeout).
+    /// [`store_timeout`](super::IdempotencyLayer::with_store_timeout).
     Timeout,
     /// A stored record could not be decoded (written by an incompatible version?).
     Corrupt,

@@ -14,15 +14,15 @@
 //!
 //! | situation | answer |
 //! |---|---|
-//! | first time the key is seen | the handler runs; 2xx–4xx responses are stored (status, the headers in [`IdempotencyLayer::stored_headers`], whole body) |
+//! | first time the key is seen | the handler runs; 2xx–4xx responses are stored (status, the headers in [`IdempotencyLayer::with_stored_headers`], whole body) |
 //! | repeat, same payload, first finished | the stored response, with `Idempotent-Replayed: true` |
 //! | repeat while the first is in flight | `409 Conflict` |
 //! | same key, different payload fingerprint (method, target, body) | `422 Unprocessable Content` |
 //! | malformed key (empty, > 255 bytes, not visible ASCII), or two keys | `400 Bad Request` |
-//! | body larger than [`max_body`](IdempotencyLayer::max_body) (from `Content-Length`, before reading) | `413 Content Too Large` |
-//! | body not received within [`body_timeout`](IdempotencyLayer::body_timeout) | `408 Request Timeout` |
+//! | body larger than [`max_body`](IdempotencyLayer::with_max_body) (from `Content-Length`, before reading) | `413 Content Too Large` |
+//! | body not received within [`body_timeout`](IdempotencyLayer::with_body_timeout) | `408 Request Timeout` |
 //! | no principal ([`scope`]) | `401 Unauthorized`, not executed |
-//! | the store is unreachable or slow (over [`store_timeout`](IdempotencyLayer::store_timeout)) | `503` with a jittered `Retry-After`, and the handler does **not** run (fail closed) |
+//! | the store is unreachable or slow (over [`store_timeout`](IdempotencyLayer::with_store_timeout)) | `503` with a jittered `Retry-After`, and the handler does **not** run (fail closed) |
 //! | the store is full | `503` with a `Retry-After` of when its oldest record expires; not executed |
 //! | the store is three-quarters full and this principal holds a quarter, or 100 outcome-unknown records | `429` with a `Retry-After` of when its oldest record expires; not executed |
 //!
@@ -47,7 +47,7 @@
 //! # Limits: what the layer promises, and what it does not
 //!
 //! - **Store outages.** Every store call is bounded by
-//!   [`store_timeout`](IdempotencyLayer::store_timeout) (default 5 s). While the store is down
+//!   [`store_timeout`](IdempotencyLayer::with_store_timeout) (default 5 s). While the store is down
 //!   or black-holed, keyed requests get `503` with a jittered `Retry-After` within that bound and
 //!   are **not executed** (the layer fails closed: availability of keyed writes is that of the
 //!   store). A store that fails *after* the handler ran leaves the key in flight, then outcome
@@ -94,9 +94,9 @@
 //!   keyed requests are refused (`401`), never pooled in a shared scope. Two scopes never see
 //!   each other's keys (no replay, no `422`). The principal must be stable across a client's
 //!   retries: scope by the user or tenant id, not a token that can be refreshed.
-//! - **Bodies.** A `Content-Length` over [`max_body`](IdempotencyLayer::max_body) is refused
+//! - **Bodies.** A `Content-Length` over [`max_body`](IdempotencyLayer::with_max_body) is refused
 //!   before reading; reading the rest is bounded by
-//!   [`body_timeout`](IdempotencyLayer::body_timeout) (default 10 s). Put this layer *outside*
+//!   [`body_timeout`](IdempotencyLayer::with_body_timeout) (default 10 s). Put this layer *outside*
 //!   any admission layer (`DeadlineLayer` → `IdempotencyLayer` → `ShedLayer` → handler) so that
 //!   a slow body is read before an admission slot is taken; a slow body then holds a connection,
 //!   never a slot. (With the layer inside admission, a slow body holds a slot for at most

@@ -19,10 +19,11 @@ use seawall::time::{Clock, Instant};
 use tokio::task::JoinSet;
 use tower_service::Service;
 
-use super::body::{Collected, Observed, collect, settle, status_of};
-use super::{GrpcEvent, Shared};
-use crate::client::retry::BoxError;
-use crate::wire::{GRPC_PREVIOUS_RPC_ATTEMPTS, GRPC_TIMEOUT};
+use seawall_tower::client::BoxError;
+use seawall_tower::wire::{GRPC_PREVIOUS_RPC_ATTEMPTS, GRPC_TIMEOUT};
+
+use crate::body::{Collected, Observed, collect, settle, status_of};
+use crate::{GrpcEvent, Shared};
 
 type Body = tonic::body::Body;
 type Resp = Response<Body>;
@@ -321,7 +322,7 @@ fn deadline_of(
         .into_iter()
         .flatten()
         .map(|t| Deadline::after(now, t))
-        .chain(crate::propagate::current_for(clock, now))
+        .chain(seawall_tower::propagate::current_for(clock, now))
         .reduce(Deadline::min)
 }
 

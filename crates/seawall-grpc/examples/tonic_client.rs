@@ -3,7 +3,7 @@
 //! service config's `retryPolicy` lists UNAVAILABLE (gRFC A6; no idempotency key involved),
 //! with `grpc-previous-rpc-attempts` and `grpc-timeout` on the wire, and succeeds on the third.
 //!
-//! Run: `cargo run -p seawall-tower --example tonic_client --features grpc`
+//! Run: `cargo run -p seawall-grpc --example tonic_client`
 
 use std::convert::Infallible;
 use std::task::{Context, Poll};
@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use seawall_tower::client::grpc::{GrpcEvent, GrpcRetryLayer};
+use seawall_grpc::{GrpcEvent, GrpcRetryLayer};
 use tonic::{Status, body::Body};
 use tower::ServiceBuilder;
 

@@ -1,4 +1,4 @@
-//! Retrying and hedging tonic calls by gRPC's own rules, gRFC A6 (feature `grpc`).
+//! Retrying and hedging tonic calls by gRPC's own rules, gRFC A6.
 //!
 //! # Why a gRPC mode
 //!
@@ -23,7 +23,7 @@
 //!   entry, else the service's, else the `{}` default). No policy: the call is sent once.
 //! - **Deadline**: the earliest of the request's own timeout (`tonic::Request::set_timeout`),
 //!   the method config's `timeout`, and the deadline the task inherited
-//!   ([`crate::propagate::current`]). A6: it bounds the whole chain of attempts. A retry whose
+//!   ([`seawall_tower::propagate::current`]). A6: it bounds the whole chain of attempts. A retry whose
 //!   backoff would end past it is not made, and the caller gets the last attempt's status
 //!   (say `UNAVAILABLE`) at once. C-core instead waits until the deadline and returns
 //!   `DEADLINE_EXCEEDED` then; seawall answers at once because waiting would hold the caller
@@ -38,7 +38,7 @@
 //! - **Clock**: deadlines and the `grpc-timeout` sent with each attempt (the time left) are
 //!   read from the layer's clock ([`GrpcRetryLayer::with_clock`], the system's by default);
 //!   waits are tokio's timers, so `.with_clock(TokioClock)` on a paused runtime runs a call's
-//!   whole chain of backoffs on virtual time ([`crate::time`]).
+//!   whole chain of backoffs on virtual time ([`seawall_tower::time`]).
 //! - **Retry policy**: a status in `retryableStatusCodes` is retried after
 //!   `min(initialBackoff·multiplier^(n−1), maxBackoff) · random(0.8, 1.2)` (A6 as revised on
 //!   2024-08-29, as grpc-go and C-core wait); a valid `grpc-retry-pushback-ms` replaces that
@@ -63,7 +63,7 @@
 //!   `grpc-status` (a proxy's 503) is mapped to a code as gRPC's HTTP-to-gRPC table does.
 //!
 //! ```no_run
-//! use seawall_tower::client::grpc::GrpcRetryLayer;
+//! use seawall_grpc::GrpcRetryLayer;
 //! use tower::ServiceBuilder;
 //!
 //! # fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -83,6 +83,7 @@
 
 mod body;
 mod call;
+mod future;
 
 use std::fmt;
 use std::sync::Arc;
@@ -98,9 +99,9 @@ use seawall::time::{Clock, SystemClock};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::client::future::ResponseFuture;
-use crate::client::metrics::ClientMetrics;
-use crate::client::retry::BoxError;
+use seawall_tower::client::{BoxError, ClientMetrics};
+
+use crate::future::ResponseFuture;
 
 /// The default largest request replayed: 64 KiB.
 pub const DEFAULT_BUFFER_LIMIT: usize = 64 * 1024;
@@ -219,8 +220,8 @@ impl GrpcRetryLayer {
 impl<C: Clock + Clone> GrpcRetryLayer<C> {
     /// Reads the time from `clock` (deadlines, the time left sent as `grpc-timeout`, the
     /// hedging schedule); waits are tokio's timers, so under a paused runtime
-    /// `.with_clock(`[`TokioClock`](crate::time::TokioClock)`)` runs every backoff and
-    /// deadline on virtual time ([`crate::time`]).
+    /// `.with_clock(`[`TokioClock`](seawall_tower::time::TokioClock)`)` runs every backoff and
+    /// deadline on virtual time ([`seawall_tower::time`]).
     pub fn with_clock<C2: Clock + Clone>(self, clock: C2) -> GrpcRetryLayer<C2> {
         let GrpcRetryLayer {
             clock: _,

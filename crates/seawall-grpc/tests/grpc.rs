@@ -4,8 +4,6 @@
 //! Waits are asserted on the layer's own decisions (its [`GrpcEvent`]s, drawn from a seeded
 //! stream and recomputed here with the core's formula), not on wall-clock spreads; the
 //! wall clock only gives lower bounds (a pushback's wait really happened).
-#![cfg(feature = "grpc")]
-
 mod common_grpc;
 
 use std::sync::{Arc, Mutex};
@@ -14,7 +12,7 @@ use std::time::Duration;
 use common_grpc::{Raw, Server, reply, with_pushback};
 use seawall::grpc::{Policy, StopReason};
 use seawall::rng::SeedSource;
-use seawall_tower::client::grpc::{GrpcEvent, GrpcRetryLayer};
+use seawall_grpc::{GrpcEvent, GrpcRetryLayer};
 use seawall_tower::time::TokioClock;
 use seawall_tower::wire::RequestDeadline;
 use tonic::Code;
@@ -38,7 +36,7 @@ fn client(
     server: &Server,
     layer: GrpcRetryLayer,
 ) -> (
-    tonic::client::Grpc<seawall_tower::client::grpc::GrpcRetry<tonic::transport::Channel>>,
+    tonic::client::Grpc<seawall_grpc::GrpcRetry<tonic::transport::Channel>>,
     Arc<Mutex<Vec<GrpcEvent>>>,
 ) {
     let events = Arc::new(Mutex::new(Vec::new()));
@@ -49,9 +47,7 @@ fn client(
 }
 
 async fn call(
-    client: &mut tonic::client::Grpc<
-        seawall_tower::client::grpc::GrpcRetry<tonic::transport::Channel>,
-    >,
+    client: &mut tonic::client::Grpc<seawall_grpc::GrpcRetry<tonic::transport::Channel>>,
     method: &'static str,
 ) -> Result<Vec<u8>, tonic::Status> {
     client.ready().await.unwrap();

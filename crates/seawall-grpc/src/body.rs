@@ -11,8 +11,8 @@ use http_body_util::BodyExt;
 use seawall::budget::GrpcThrottle;
 use seawall::grpc::{Code, CodeSet, Pushback};
 
-use crate::client::retry::BoxError;
-use crate::wire::GRPC_RETRY_PUSHBACK_MS;
+use seawall_tower::client::BoxError;
+use seawall_tower::wire::GRPC_RETRY_PUSHBACK_MS;
 
 /// A request body after [`collect`].
 pub(super) enum Collected {

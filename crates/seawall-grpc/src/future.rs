@@ -1,16 +1,12 @@
-//! The response future of both client layers.
+//! The response future of [`GrpcRetry`](crate::GrpcRetry).
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-/// A boxed response future, as the gRPC layer's `GrpcRetry` returns (its call
-/// is an `async` block that reads the request body first).
-///
-/// The [`Retry`](crate::client::Retry) and [`FailFast`](crate::client::FailFast) services return
-/// the unboxed [`RetryFuture`](crate::client::RetryFuture) and
-/// [`FailFastFuture`](crate::client::FailFastFuture) instead: no allocation per call.
+/// The response future of [`GrpcRetry`](crate::GrpcRetry): boxed, since its call is an `async`
+/// block that reads the request body first and then runs the attempts.
 pub struct ResponseFuture<T, E> {
     inner: Pin<Box<dyn Future<Output = Result<T, E>> + Send>>,
 }

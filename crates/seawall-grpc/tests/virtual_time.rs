@@ -4,13 +4,11 @@
 //!
 //! The dependency is an in-process tower service answering trailers-only statuses, as tonic
 //! servers reject calls; the real tonic server over HTTP/2 is `client_grpc.rs`.
-#![cfg(feature = "grpc")]
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use seawall::deadline::parse_grpc_timeout;
-use seawall_tower::client::grpc::{GrpcEvent, GrpcRetryLayer};
+use seawall_grpc::{GrpcEvent, GrpcRetryLayer};
 use seawall_tower::time::TokioClock;
 use tokio::time::Instant;
 use tower::{Layer, Service, ServiceExt};
@@ -164,7 +162,6 @@ async fn calls_are_counted_into_client_metrics() {
     assert_eq!(s.give_ups(GiveUpReason::Abandoned), 1);
     assert_eq!(s.give_ups.iter().sum::<u64>(), 2, "each call ended once");
 
-    #[cfg(feature = "client-prometheus")]
     {
         let mut registry = prometheus_client::registry::Registry::default();
         metrics.register(&mut registry);
