@@ -15,7 +15,7 @@
 //! connection, because the stream was consumed by the attempt.
 //!
 //! To retry a streaming body, buffer it yourself into one of the replayable types first (gRPC
-//! users: see `client::grpc` behind the `grpc` feature, which does exactly that for unary calls).
+//! users: see `seawall-grpc`'s `GrpcRetryLayer`, which does exactly that for unary calls).
 //!
 //! ```
 //! use bytes::Bytes;

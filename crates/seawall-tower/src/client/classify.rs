@@ -11,7 +11,7 @@
 //!   *headers* (a trailers-only response, which is how servers and proxies answer errors without
 //!   a body) through [`classify_grpc`]; `grpc-retry-pushback-ms` as the hint. A status that only arrives
 //!   in the trailers of a streamed body is not seen here: such a call already produced a stream
-//!   for the caller and is committed, as gRFC A6 has it (see `client::grpc`).
+//!   for the caller and is committed, as gRFC A6 has it (see `seawall-grpc`).
 //! - Transport errors: a refused connection anywhere in the error's `source()` chain is
 //!   [`Transient::ConnectRefused`] (the server never saw the request, so even a POST may be
 //!   resent); anything else is [`Transient::Connection`]. The reqwest adapter's errors are read
