@@ -21,7 +21,7 @@ use prometheus_client::registry::Registry;
 use seawall::backoff::{Backoff, Jitter};
 use seawall::budget::{AnyBudget, GrpcThrottle};
 use seawall::policy::{PolicyConfig, RetryPolicy};
-use seawall_tower::client::otel;
+use seawall_tower::client::metrics::otel;
 use seawall_tower::client::{ClientMetrics, RetryLayer, metrics_text};
 use tower::{Layer, ServiceExt};
 

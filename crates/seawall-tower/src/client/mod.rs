@@ -35,21 +35,20 @@
 //! through the policy's `Arc<Control>`; [`admin_response`] serves it over HTTP and, with the
 //! `redis-control` feature, `fleet` switches a whole fleet at once. Metrics:
 //! [`ClientMetrics`] (Prometheus, OpenTelemetry names, the attempts-per-call PromQL and alert
-//! rules in its docs); with the `otel` feature, `otel` exports the same values through an
+//! rules in its docs); with the `otel` feature, `metrics::otel` exports the same values through an
 //! OpenTelemetry `Meter`.
+//!
+//! The layout: each layer in its folder (`retry/`, `fail_fast/`, `breaker/`), what they share
+//! around each attempt in `engine/` (stamping, classifying, replaying the body, the timers, the
+//! layers' configuration), the metrics and their Prometheus and OpenTelemetry exports in
+//! `metrics/`, and the adapters (`reqwest`, `middleware/`, `fleet`, `control`) beside them.
 
-mod attempt;
-mod body;
 pub mod breaker;
-mod classify;
-mod config;
 pub mod control;
 mod engine;
 mod fail_fast;
 pub mod metrics;
-mod overload;
 mod retry;
-mod timer;
 
 #[cfg(feature = "redis-control")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis-control")))]
@@ -57,23 +56,18 @@ pub mod fleet;
 #[cfg(feature = "reqwest-middleware")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest-middleware")))]
 pub mod middleware;
-#[cfg(feature = "otel")]
-#[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
-pub mod otel;
-#[cfg(feature = "client-prometheus")]
-mod prometheus;
 #[cfg(feature = "reqwest")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 pub mod reqwest;
 
-pub use body::ReplayBody;
 pub use breaker::{
     BreakerFuture, BreakerLayer, BreakerMetrics, BreakerOpen, BreakerService, Forced,
 };
 pub use control::{ControlState, admin_response};
+pub use engine::body::ReplayBody;
 pub use fail_fast::{FailFast, FailFastFuture, FailFastLayer};
 pub use metrics::ClientMetrics;
 #[cfg(feature = "client-prometheus")]
 #[cfg_attr(docsrs, doc(cfg(feature = "client-prometheus")))]
-pub use prometheus::{metrics_response, metrics_text};
+pub use metrics::prometheus::{metrics_response, metrics_text};
 pub use retry::{BoxError, GaveUpError, LastOutcome, Retry, RetryFuture, RetryLayer};

@@ -10,7 +10,7 @@ use pin_project_lite::pin_project;
 use seawall::time::Clock;
 
 use super::{BreakerOpen, Permit};
-use crate::client::classify::{Protocol, classify_error, classify_response};
+use crate::client::engine::classify::{Protocol, classify_error, classify_response};
 use crate::client::retry::BoxError;
 
 pin_project! {

@@ -93,7 +93,7 @@ pub use future::BreakerFuture;
 pub use layer::{BreakerLayer, Forced};
 pub use metrics::BreakerMetrics;
 
-use crate::client::classify::RequestHeaders;
+use crate::client::engine::classify::RequestHeaders;
 use crate::client::retry::BoxError;
 
 /// What every service a [`BreakerLayer`] makes shares: one breaker per layer.

@@ -13,7 +13,7 @@ use seawall::time::Clock;
 use tower_service::Service;
 
 use crate::client::ReplayBody;
-use crate::client::overload::{overloaded_response, timed_out_response};
+use crate::client::engine::overload::{overloaded_response, timed_out_response};
 use crate::client::retry::{BoxError, GaveUpError, LastOutcome, RetryFuture};
 
 pin_project! {

@@ -10,7 +10,7 @@ use seawall::time::{Clock, SystemClock};
 use tower_layer::Layer;
 
 use super::FailFast;
-use crate::client::config::LayerConfig;
+use crate::client::engine::config::LayerConfig;
 use crate::client::metrics::ClientMetrics;
 
 /// Wraps a service in [`FailFast`]: one attempt, overload passed upward as "don't retry".

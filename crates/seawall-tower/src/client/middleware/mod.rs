@@ -123,7 +123,7 @@ use seawall::classify::HttpClassifier;
 use seawall::policy::{GiveUp, GiveUpReason, PolicyConfig, RetryPolicy, Role};
 use seawall::time::{Clock, SystemClock};
 
-use crate::client::config::LayerConfig;
+use crate::client::engine::config::LayerConfig;
 use crate::client::metrics::ClientMetrics;
 use crate::client::retry::RetryFuture;
 use crate::client::{GaveUpError, LastOutcome};

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use seawall::policy::{GiveUp, GiveUpReason};
 
-use crate::client::overload::overloaded_response;
+use crate::client::engine::overload::overloaded_response;
 
 /// A boxed transport error, as tower passes them around.
 pub type BoxError = Box<dyn StdError + Send + Sync>;

@@ -14,9 +14,9 @@ use tower_service::Service;
 
 use super::{BoxError, GaveUpError, LastOutcome};
 use crate::client::ReplayBody;
-use crate::client::attempt::Sending;
+use crate::client::engine::attempt::Sending;
+use crate::client::engine::timer::{self, Timer};
 use crate::client::engine::{Ctx, Shared, Step};
-use crate::client::timer::{self, Timer};
 
 type Output<RB> = Result<Response<RB>, GaveUpError<RB>>;
 

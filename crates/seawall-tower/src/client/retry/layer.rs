@@ -10,7 +10,7 @@ use seawall::time::{Clock, SystemClock};
 use tower_layer::Layer;
 
 use super::Retry;
-use crate::client::config::LayerConfig;
+use crate::client::engine::config::LayerConfig;
 use crate::client::metrics::ClientMetrics;
 
 /// Wraps a service in [`Retry`]: the one layer of a call path that retries.

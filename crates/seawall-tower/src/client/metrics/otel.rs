@@ -90,7 +90,7 @@ const DURATION_BOUNDARIES: [f64; 14] =
 
 impl ClientMetrics {
     /// Registers instruments on `meter` that report these metrics, under the names in the
-    /// [`otel`](crate::client::otel) module docs, each measurement carrying `attributes` (e.g.
+    /// [`otel`](crate::client::metrics::otel) module docs, each measurement carrying `attributes` (e.g.
     /// `dependency`) besides its own: observable counters and a gauge read at collection time,
     /// and the duration histogram, fed by each successful call. Register once: a second
     /// registration (on any meter) reports the counters twice and is ignored by the histogram.

@@ -47,7 +47,7 @@ pub(crate) fn timed_out_response<B: Default>(grpc: bool) -> Response<B> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::classify::{Protocol, classify_response};
+    use crate::client::engine::classify::{Protocol, classify_response};
     use seawall::classify::{Class, HttpClassifier};
 
     #[test]

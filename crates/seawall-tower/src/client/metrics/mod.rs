@@ -50,6 +50,12 @@
 //! histogram is the core's too, fed by the layer (which holds the clock) when a [`ClientMetrics`]
 //! is attached; the breaker gauge is set when a call gives up.
 
+#[cfg(feature = "otel")]
+#[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
+pub mod otel;
+#[cfg(feature = "client-prometheus")]
+pub(crate) mod prometheus;
+
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -95,7 +101,7 @@ pub struct ClientMetrics {
 }
 
 /// The OpenTelemetry duration histogram of one registered [`ClientMetrics`], with its
-/// attributes: fed here on each success, built by `client::otel`. (OpenTelemetry has no
+/// attributes: fed here on each success, built by `metrics::otel`. (OpenTelemetry has no
 /// observable histogram, so this one is recorded as calls end rather than read from the core.)
 #[cfg(feature = "otel")]
 #[derive(Debug)]

@@ -3,6 +3,13 @@
 //! The sending itself is in `attempt.rs`, the future that drives a call in `retry/future.rs`.
 //! Every clock read goes through the layer's clock (`Shared::clock`).
 
+pub(crate) mod attempt;
+pub(crate) mod body;
+pub(crate) mod classify;
+pub(crate) mod config;
+pub(crate) mod overload;
+pub(crate) mod timer;
+
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -18,9 +25,11 @@ use seawall::policy::{
 };
 use seawall::time::{Clock, Instant};
 
-use crate::client::attempt::Sending;
-use crate::client::body::{ReplayBody, replay_head};
-use crate::client::classify::{Protocol, RequestHeaders, classify_error, classify_response};
+use crate::client::engine::attempt::Sending;
+use crate::client::engine::body::{ReplayBody, replay_head};
+use crate::client::engine::classify::{
+    Protocol, RequestHeaders, classify_error, classify_response,
+};
 use crate::client::metrics::ClientMetrics;
 use crate::client::retry::error::{BoxError, GaveUpError, LastOutcome};
 use crate::wire::{

@@ -20,7 +20,7 @@ use seawall::policy::Attempt;
 use seawall::time::Instant;
 use tower_service::Service;
 
-use crate::client::timer::{self, Timer};
+use crate::client::engine::timer::{self, Timer};
 
 pin_project! {
     /// Not sent yet (waiting for the service to be ready), then the service's future.
