@@ -28,6 +28,10 @@ pub enum StoreError {
     Timeout,
     /// A stored record could not be decoded (written by an incompatible version?).
     Corrupt,
+    /// A response too large for the stored record's format (more than 65,535 headers kept, a
+    /// header name over 65,535 bytes, a header value over 4 GiB): refused rather than stored
+    /// truncated, which would replay a different response.
+    TooLarge,
 }
 
 impl fmt::Display for StoreError {
@@ -41,6 +45,9 @@ impl fmt::Display for StoreError {
             StoreError::PendingFull => f.write_str("idempotency store: too many keys in flight"),
             StoreError::Timeout => f.write_str("idempotency store did not answer in time"),
             StoreError::Corrupt => f.write_str("idempotency store record could not be decoded"),
+            StoreError::TooLarge => {
+                f.write_str("idempotency store: the response is too large for its record")
+            }
         }
     }
 }

@@ -53,19 +53,23 @@ pub struct StoredResponse {
 }
 
 impl StoredResponse {
-    /// Encodes status, headers and body into one buffer (length-prefixed, big-endian).
-    pub fn encode(&self) -> Bytes {
+    /// Encodes status, headers and body into one buffer (length-prefixed, big-endian): the
+    /// header count and each name's length in 16 bits, each value's length in 32.
+    /// [`StoreError::TooLarge`] if a count or a length does not fit, rather than a truncated
+    /// prefix that would decode as another response.
+    pub fn encode(&self) -> Result<Bytes, StoreError> {
+        let too_large = |_| StoreError::TooLarge;
         let mut b = BytesMut::with_capacity(8 + self.body.len());
         b.put_u16(self.status);
-        b.put_u16(self.headers.len() as u16);
+        b.put_u16(u16::try_from(self.headers.len()).map_err(too_large)?);
         for (name, value) in &self.headers {
-            b.put_u16(name.len() as u16);
+            b.put_u16(u16::try_from(name.len()).map_err(too_large)?);
             b.put_slice(name.as_bytes());
-            b.put_u32(value.len() as u32);
+            b.put_u32(u32::try_from(value.len()).map_err(too_large)?);
             b.put_slice(value);
         }
         b.put_slice(&self.body);
-        b.freeze()
+        Ok(b.freeze())
     }
 
     /// Decodes what [`encode`](Self::encode) wrote; `Corrupt` on anything else.
@@ -176,8 +180,46 @@ mod tests {
             ],
             body: Bytes::from_static(b"hello"),
         };
-        assert_eq!(StoredResponse::decode(r.encode()).unwrap(), r);
+        assert_eq!(StoredResponse::decode(r.encode().unwrap()).unwrap(), r);
         assert!(StoredResponse::decode(Bytes::from_static(b"\x00")).is_err());
         assert!(StoredResponse::decode(Bytes::from_static(b"\x00\xc8\x00\x05\x00")).is_err());
+    }
+
+    /// A response whose header count or name length does not fit the format is refused, not
+    /// stored truncated. Red with the lengths cast (`as u16`): 65,536 headers encode as 0 and
+    /// decode as a response with none, their bytes read as its body.
+    #[test]
+    fn a_response_too_large_for_the_format_is_refused() {
+        let many = StoredResponse {
+            status: 200,
+            headers: vec![("set-cookie".into(), Bytes::from_static(b"a=1")); 65_536],
+            body: Bytes::from_static(b"ok"),
+        };
+        assert!(matches!(many.encode(), Err(StoreError::TooLarge)));
+        let long = StoredResponse {
+            status: 200,
+            headers: vec![("x".repeat(65_536), Bytes::new())],
+            body: Bytes::new(),
+        };
+        assert!(matches!(long.encode(), Err(StoreError::TooLarge)));
+        let most = StoredResponse { headers: many.headers[..65_535].to_vec(), ..many };
+        assert_eq!(StoredResponse::decode(most.encode().unwrap()).unwrap(), most);
+    }
+
+    proptest::proptest! {
+        /// Any response within the format's bounds reads back as it was written.
+        #[test]
+        fn any_response_round_trips(
+            status in 100u16..1000,
+            headers in proptest::collection::vec(("[a-z-]{1,40}", proptest::collection::vec(proptest::num::u8::ANY, 0..64)), 0..12),
+            body in proptest::collection::vec(proptest::num::u8::ANY, 0..512),
+        ) {
+            let r = StoredResponse {
+                status,
+                headers: headers.into_iter().map(|(n, v)| (n, Bytes::from(v))).collect(),
+                body: Bytes::from(body),
+            };
+            proptest::prop_assert_eq!(StoredResponse::decode(r.encode().unwrap()).unwrap(), r);
+        }
     }
 }

@@ -204,7 +204,7 @@ impl IdempotencyStore for PostgresStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let client = self.pool.get().await.map_err(backend)?;
-            let encoded = res.encode();
+            let encoded = res.encode()?;
             let owner = owner.as_bytes().as_slice();
             let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
                 [&key.scope, &key.key, &owner, &encoded.as_ref(), &millis(ttl)];

@@ -280,7 +280,7 @@ impl IdempotencyStore for RedisStore {
         ttl: Duration,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let encoded = res.encode();
+            let encoded = res.encode()?;
             let mut call = self.complete.key(self.redis_key(key));
             call.arg(owner.as_bytes().as_slice()).arg(encoded.as_ref()).arg(millis(ttl));
             let _: i64 = self.invoke(call).await?;
@@ -351,7 +351,7 @@ mod tests {
                 body: Bytes::from(body),
             };
             let mut done = format!("D{fp}{owner}{}", "0".repeat(16)).into_bytes();
-            done.extend_from_slice(&response.encode());
+            done.extend_from_slice(&response.encode().unwrap());
             match found(&done, now) {
                 Ok(Found::Done(r)) => prop_assert_eq!(r, response),
                 other => prop_assert!(false, "{:?}", other),
