@@ -252,6 +252,15 @@ fn method_config(i: usize, mc: &Value) -> Result<MethodConfig, ServiceConfigErro
         }
         Some(_) => return Err(bad("name", "a list")),
     }
+    if names.is_empty() {
+        // Valid JSON for the service config's schema, but an entry that applies to no method:
+        // its policy would be silently unused.
+        return Err(bad(
+            "name",
+            "a non-empty list: without one this entry applies to no method ([{}] is every \
+             method's default)",
+        ));
+    }
     let timeout = match get(mc, "timeout") {
         None | Some(Value::Null) => None,
         Some(v) => Some(duration(v).ok_or_else(|| bad("timeout", "a duration such as \"1.5s\""))?),

@@ -118,6 +118,17 @@ fn invalid_configs_name_the_field() {
     assert!(matches!(err("{\n  \"methodConfig\": [\n").kind(), ErrorKind::Syntax { line: 3, .. }));
     assert_eq!(err("[]").path(), "");
     assert!(err("[]").to_string().contains("a JSON object"));
+    // An entry without names applies to no method: refused, not silently unused.
+    for names in ["", "\"name\": [], ", "\"name\": null, "] {
+        let text = format!(
+            "{{\"methodConfig\": [{{{names}\"retryPolicy\": {{\"maxAttempts\": 2, \
+             \"initialBackoff\": \"1s\", \"maxBackoff\": \"1s\", \"backoffMultiplier\": 1, \
+             \"retryableStatusCodes\": [14]}}}}]}}"
+        );
+        let e = err(&text);
+        assert_eq!(e.path(), "methodConfig[0].name", "{names}: {e}");
+        assert!(e.to_string().contains("applies to no method"), "{e}");
+    }
 }
 
 fn duration_text() -> impl Strategy<Value = String> {
