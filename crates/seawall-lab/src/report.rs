@@ -126,7 +126,7 @@ fn wasted_work(good_busy: f64, busy: f64) -> f64 {
 /// older build). A second in which a node's probe woke only once counts like any other: a
 /// runtime stalled for most of a second wakes its probe once, very late.
 fn worst_timer_late(m: &Measured, n: usize) -> Option<f64> {
-    (0..Role::ALL.len())
+    (0..tiers_of(m))
         .flat_map(|t| {
             let late = deltas(m, t, |s| s.timer_late_us);
             let probes = deltas(m, t, |s| s.timer_probes);
@@ -139,10 +139,16 @@ fn worst_timer_late(m: &Measured, n: usize) -> Option<f64> {
         .reduce(f64::max)
 }
 
+/// The tiers each reading holds: the lab's four, or fewer for a service of the user's
+/// ([`crate::vlab::run_service`]: the dependency alone).
+fn tiers_of(m: &Measured) -> usize {
+    m.ticks.first().map_or(Role::ALL.len(), Vec::len).max(1)
+}
+
 /// One configuration's [`Run`] and [`LabFigures`].
 pub fn to_run(params: &LabParams, m: &Measured) -> (Run, LabFigures) {
     let n = m.load.offered.len().min(m.ticks.len().saturating_sub(1));
-    let tiers = Role::ALL.len();
+    let tiers = tiers_of(m);
     let bottom = tiers - 1;
     let sum_tiers = |f: &dyn Fn(&StatsSnapshot) -> u64| -> Vec<f64> {
         (0..n).map(|k| (0..tiers).map(|t| deltas(m, t, f)[k]).sum()).collect()

@@ -66,6 +66,9 @@ use crate::node::{NodeSpec, Role, admin};
 use crate::run::Measured;
 
 pub use crate::config::{Budget, DEFAULT_LATENCY, VirtualParams};
+pub use service::{run_service, service_results};
+
+mod service;
 
 /// Requests in flight on the links, and the highest count seen.
 #[derive(Debug, Default)]
@@ -200,16 +203,7 @@ pub async fn run_stack(
              no --backend or --fleet (and no nodes to reach: --hold has nothing to hold)",
         ));
     }
-    // The core's windows slot time by its absolute reading, and a paused runtime's clock
-    // starts wherever the wall clock was when it was built. Starting every run on a whole hour
-    // of that clock (a free wait on a paused clock) puts every slot boundary at the same
-    // offset from the run's start, whenever and however often the run is made.
-    {
-        use seawall::time::Clock;
-        const ALIGN_NS: u64 = 3_600_000_000_000;
-        let now = seawall_tower::time::TokioClock.now().as_nanos();
-        tokio::time::sleep(Duration::from_nanos(ALIGN_NS - now % ALIGN_NS)).await;
-    }
+    align().await;
     let in_flight = Arc::new(InFlight::default());
     let nodes = build(params, stack, v, &in_flight)?;
     let plan = LoadPlan::of(params);
@@ -227,25 +221,7 @@ pub async fn run_stack(
             Some((resp.status(), resp.headers().clone()))
         }
     });
-    let fault = async {
-        let Some(f) = params.fault else { return Ok(()) };
-        tokio::time::sleep_until(start + params.at).await;
-        let (kind, ms) = (f.kind.as_str(), f.duration.as_millis());
-        let req = Request::builder()
-            .method(Method::POST)
-            .uri(format!("{}/{kind}/{ms}", admin::FAULT_PATH))
-            .header(http::header::AUTHORIZATION, format!("Bearer {}", nodes.token))
-            .body(Body::empty())
-            .expect("valid request");
-        let resp = match nodes.dependency_admin.clone().oneshot(req).await {
-            Ok(r) => r,
-            Err(never) => match never {},
-        };
-        match resp.status().as_u16() {
-            204 => Ok(()),
-            s => Err(LabError::node("dependency", format!("fault injection answered {s}"))),
-        }
-    };
+    let fault = inject(params, &nodes.dependency_admin, &nodes.token, start);
     let scrape = async {
         let mut ticks: Vec<Vec<StatsSnapshot>> = Vec::new();
         for k in 0..=secs {
@@ -255,34 +231,7 @@ pub async fn run_stack(
         }
         ticks
     };
-    let guard = async {
-        // Checks the bounds every 100 ms of virtual time; never ends by itself.
-        loop {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            let n = in_flight.now.load(Ordering::Relaxed);
-            if n > v.budget.max_in_flight {
-                return LabError::bad_input(
-                    "--virtual",
-                    format!(
-                        "{n} requests in flight at {:.1} s, over the budget of {}: this scenario \
-                         would not fit in memory; lower --rate or --duration",
-                        start.elapsed().as_secs_f64(),
-                        v.budget.max_in_flight
-                    ),
-                );
-            }
-            if wall.elapsed() > v.budget.max_wall {
-                return LabError::bad_input(
-                    "--virtual",
-                    format!(
-                        "the run took over {} s of wall time by {:.1} s of virtual time; lower --rate or --duration",
-                        v.budget.max_wall.as_secs(),
-                        start.elapsed().as_secs_f64()
-                    ),
-                );
-            }
-        }
-    };
+    let guard = guard(&in_flight, v, start, wall);
     let work = async { tokio::join!(load, fault, scrape) };
     let (load, fault, mut ticks) = tokio::select! {
         biased;
@@ -292,15 +241,92 @@ pub async fn run_stack(
     fault?;
     let drained = row(&nodes, ticks.last()).await;
     ticks.push(drained);
-    // Each node's `at_s` counts from the first reading in this process; from this run's first
-    // reading instead, so the figures do not depend on what ran before in the same process.
+    rebase(&mut ticks);
+    Ok(Measured { stack: Some(stack), load, ticks, pg: Vec::new(), cpu: Vec::new() })
+}
+
+/// Waits until the paused clock reads a whole hour. The core's windows slot time by its
+/// absolute reading, and a paused runtime's clock starts wherever the wall clock was when it
+/// was built: starting every run on a whole hour of that clock (a free wait on a paused clock)
+/// puts every slot boundary at the same offset from the run's start, whenever and however
+/// often the run is made.
+async fn align() {
+    use seawall::time::Clock;
+    const ALIGN_NS: u64 = 3_600_000_000_000;
+    let now = seawall_tower::time::TokioClock.now().as_nanos();
+    tokio::time::sleep(Duration::from_nanos(ALIGN_NS - now % ALIGN_NS)).await;
+}
+
+/// Starts `params`' fault at its time, through the dependency's admin router and its token,
+/// as the process lab sends it.
+async fn inject(
+    params: &LabParams,
+    admin_router: &Router,
+    token: &str,
+    start: tokio::time::Instant,
+) -> Result<(), LabError> {
+    let Some(f) = params.fault else { return Ok(()) };
+    tokio::time::sleep_until(start + params.at).await;
+    let (kind, ms) = (f.kind.as_str(), f.duration.as_millis());
+    let req = Request::builder()
+        .method(Method::POST)
+        .uri(format!("{}/{kind}/{ms}", admin::FAULT_PATH))
+        .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
+        .body(Body::empty())
+        .expect("valid request");
+    let resp = match admin_router.clone().oneshot(req).await {
+        Ok(r) => r,
+        Err(never) => match never {},
+    };
+    match resp.status().as_u16() {
+        204 => Ok(()),
+        s => Err(LabError::node("dependency", format!("fault injection answered {s}"))),
+    }
+}
+
+/// Checks the bounds every 100 ms of virtual time; ends only with the error of a bound passed.
+async fn guard(
+    in_flight: &InFlight,
+    v: VirtualParams,
+    start: tokio::time::Instant,
+    wall: std::time::Instant,
+) -> LabError {
+    loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let n = in_flight.now.load(Ordering::Relaxed);
+        if n > v.budget.max_in_flight {
+            return LabError::bad_input(
+                "--virtual",
+                format!(
+                    "{n} requests in flight at {:.1} s, over the budget of {}: this scenario \
+                     would not fit in memory; lower --rate or --duration",
+                    start.elapsed().as_secs_f64(),
+                    v.budget.max_in_flight
+                ),
+            );
+        }
+        if wall.elapsed() > v.budget.max_wall {
+            return LabError::bad_input(
+                "--virtual",
+                format!(
+                    "the run took over {} s of wall time by {:.1} s of virtual time; lower --rate or --duration",
+                    v.budget.max_wall.as_secs(),
+                    start.elapsed().as_secs_f64()
+                ),
+            );
+        }
+    }
+}
+
+/// Each node's `at_s` counts from the first reading in this process; from this run's first
+/// reading instead, so the figures do not depend on what ran before in the same process.
+fn rebase(ticks: &mut [Vec<StatsSnapshot>]) {
     for tier in 0..ticks.first().map_or(0, Vec::len) {
         let origin = ticks[0][tier].at_s;
-        for row in &mut ticks {
+        for row in ticks.iter_mut() {
             row[tier].at_s -= origin;
         }
     }
-    Ok(Measured { stack: Some(stack), load, ticks, pg: Vec::new(), cpu: Vec::new() })
 }
 
 /// A current-thread runtime with a paused clock, for [`run_stack`] (through
