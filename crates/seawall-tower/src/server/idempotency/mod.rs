@@ -73,9 +73,13 @@
 //!   not executed; nothing stored is ever executed again. A record lives for the TTL, so the
 //!   store takes new keys at no more than capacity ÷ TTL on average (with the defaults, 417 per
 //!   hour per replica, 104 per hour per principal): size the capacity and the TTL for your write
-//!   rate. PostgreSQL and Redis are bounded by their own storage, not by a count, and keep no
-//!   per-principal share (Redis with an eviction policy other than `noeviction` can drop keys:
-//!   configure `noeviction` for the store's database). Exactly-once holds within the TTL; after
+//!   rate. PostgreSQL and Redis are bounded by their own storage, not by a count, so no principal
+//!   can fill them for the others (`one_principal_cannot_fill_the_store` runs on all three
+//!   stores) and they keep no per-principal share: they hold every key for the TTL, **new keys
+//!   per second × TTL** records (100 a second for 24 h is 8.64 M rows, or Redis keys, each its
+//!   key, fingerprint, owner and stored response): size the table, or Redis's `maxmemory`, for
+//!   that. Redis with an eviction policy other than `noeviction` can drop keys, which would let a
+//!   retry execute again: configure `noeviction` for the store's database. Exactly-once holds within the TTL; after
 //!   the TTL a key may run again.
 //! - **Cancellation.** Every in-flight record carries its request's [`Owner`](key::Owner)
 //!   token, and only that request settles it. A request cut at any point before its handler
