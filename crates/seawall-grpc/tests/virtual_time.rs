@@ -3,7 +3,7 @@
 //! every instant below is exact (to tokio's 1 ms timer tick) and a 5 s call takes microseconds.
 //!
 //! The dependency is an in-process tower service answering trailers-only statuses, as tonic
-//! servers reject calls; the real tonic server over HTTP/2 is `client_grpc.rs`.
+//! servers reject calls; the real tonic server over HTTP/2 is `tests/grpc.rs`.
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
