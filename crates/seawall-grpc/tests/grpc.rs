@@ -4,6 +4,7 @@
 //! Waits are asserted on the layer's own decisions (its [`GrpcEvent`]s, drawn from a seeded
 //! stream and recomputed here with the core's formula), not on wall-clock spreads; the
 //! wall clock only gives lower bounds (a pushback's wait really happened).
+
 mod common_grpc;
 
 use std::sync::{Arc, Mutex};

@@ -4,6 +4,7 @@
 //!
 //! The dependency is an in-process tower service answering trailers-only statuses, as tonic
 //! servers reject calls; the real tonic server over HTTP/2 is `tests/grpc.rs`.
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
