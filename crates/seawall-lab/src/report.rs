@@ -202,10 +202,29 @@ pub fn to_run(params: &LabParams, m: &Measured) -> (Run, LabFigures) {
 
 /// The [`Results`] of a lab run.
 pub fn to_results(params: &LabParams, runs: Vec<Run>) -> Results {
+    let tiers = Role::ALL
+        .iter()
+        .map(|r| match r {
+            Role::Dependency if params.backend.is_some() => "postgres".to_string(),
+            r => r.as_str().to_string(),
+        })
+        .collect();
+    results(params, "lab", "real tiers on 127.0.0.1:", tiers, runs)
+}
+
+/// The [`Results`] of runs under `params`: `scenario` names them, `what` starts the
+/// description (the rate, the dependency and the fault follow), `tiers` names the series' tiers.
+pub(crate) fn results(
+    params: &LabParams,
+    scenario: &str,
+    what: &str,
+    tiers: Vec<String>,
+    runs: Vec<Run>,
+) -> Results {
     Results {
-        scenario: "lab".into(),
+        scenario: scenario.into(),
         description: format!(
-            "real tiers on 127.0.0.1: {} rps offered to a {} rps dependency{}",
+            "{what} {} rps offered to a {} rps dependency{}",
             params.rate,
             params.capacity,
             params
@@ -216,13 +235,7 @@ pub fn to_results(params: &LabParams, runs: Vec<Run>) -> Results {
         source: Source::Lab,
         duration_s: params.duration.as_secs_f64(),
         fault: fault_of(params),
-        tiers: Role::ALL
-            .iter()
-            .map(|r| match r {
-                Role::Dependency if params.backend.is_some() => "postgres".to_string(),
-                r => r.as_str().to_string(),
-            })
-            .collect(),
+        tiers,
         runs,
     }
 }

@@ -5,50 +5,16 @@
 #![cfg(feature = "axum")]
 
 mod common_server;
+#[path = "../benches/server_common/slow_bodies.rs"]
+mod slow_bodies;
 
-use std::num::NonZeroUsize;
 use std::time::{Duration, Instant};
 
-use axum::Router;
-use axum::routing::post;
 use bytes::Bytes;
 use common_server::{req, send_within, serve};
 use http_body_util::Full;
-use seawall_tower::server::{BufferBodyLayer, ShedLayer};
-use tokio::io::AsyncWriteExt;
-
-fn app(buffered: bool) -> Router {
-    let shed = ShedLayer::new(NonZeroUsize::new(32).unwrap()).with_queue(16);
-    // The handler reads its body: inside the slot, unless the body was read before admission.
-    let app =
-        Router::new().route("/upload", post(|body: Bytes| async move { body.len().to_string() }));
-    // axum: the last `.layer` is the outermost.
-    let app = app.layer(shed);
-    if buffered { app.layer(BufferBodyLayer::new()) } else { app }
-}
-
-/// 96 connections that declare 1,000-byte bodies and send one byte every 100 ms (for at most
-/// 30 s, or until dropped).
-async fn trickles(addr: std::net::SocketAddr) -> Vec<tokio::task::JoinHandle<()>> {
-    let mut out = Vec::new();
-    for i in 0..96 {
-        let mut sock = tokio::net::TcpStream::connect(addr).await.expect("connect");
-        let head = format!(
-            "POST /upload HTTP/1.1\r\nhost: x\r\nx-trickle: {i}\r\ncontent-length: 1000\r\n\r\n"
-        );
-        sock.write_all(head.as_bytes()).await.expect("head");
-        out.push(tokio::spawn(async move {
-            for _ in 0..300 {
-                if sock.write_all(b"x").await.is_err() {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }));
-    }
-    tokio::time::sleep(Duration::from_millis(300)).await; // every trickle is in the server
-    out
-}
+use seawall_tower::server::BufferBodyLayer;
+use slow_bodies::{app, trickles};
 
 /// 4 closed-loop clients sending small bodies for `span` (at most 5,000 requests): (served,
 /// refused or failed, served per second).

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use seawall_report::{Fault, Results, Run, Source};
+use seawall_report::{Results, Run};
 use tower::ServiceExt;
 
 use super::{InFlight, Link, align, get, guard, inject, rebase};
@@ -128,22 +128,7 @@ where
 /// The [`Results`] of services run with [`run_service`] under `params`: one tier, the
 /// dependency, and the runs given (say, the service before and after a change).
 pub fn service_results(params: &LabParams, service: &str, runs: Vec<Run>) -> Results {
-    let fault: Option<Fault> = report::fault_of(params);
-    Results {
-        scenario: "virtual-service".into(),
-        description: format!(
-            "virtual lab: {service} at {} rps over a {} rps dependency{}",
-            params.rate,
-            params.capacity,
-            params
-                .fault
-                .map_or(String::new(), |f| format!(", fault {f} at {} s", params.at.as_secs_f64())),
-        ),
-        seed: params.seed,
-        source: Source::Lab,
-        duration_s: params.duration.as_secs_f64(),
-        fault,
-        tiers: vec![Role::Dependency.as_str().to_string()],
-        runs,
-    }
+    let what = format!("virtual lab: {service},");
+    let tiers = vec![Role::Dependency.as_str().to_string()];
+    report::results(params, "virtual-service", &what, tiers, runs)
 }
