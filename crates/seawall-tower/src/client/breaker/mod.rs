@@ -71,8 +71,7 @@
 
 // Its own file, below `classify` (which recognises the error) as well as this module (which
 // uses `classify`): the error alone is what both sides share.
-pub(in crate::client) mod error;
-mod future;
+pub(in crate::client) mod future;
 mod layer;
 mod metrics;
 
@@ -88,13 +87,13 @@ use seawall::rng::{Rng, SeedSource};
 use seawall::time::{Clock, SystemClock};
 use tower_service::Service;
 
-pub use error::BreakerOpen;
+pub use crate::client::engine::breaker_open::BreakerOpen;
 pub use future::BreakerFuture;
 pub use layer::{BreakerLayer, Forced};
 pub use metrics::BreakerMetrics;
 
 use crate::client::engine::classify::RequestHeaders;
-use crate::client::retry::BoxError;
+use crate::client::engine::error::BoxError;
 
 /// What every service a [`BreakerLayer`] makes shares: one breaker per layer.
 #[derive(Debug)]

@@ -191,7 +191,7 @@ pub(crate) fn classify_error(err: &(dyn StdError + 'static)) -> Class {
         }
     }
     // A `BreakerLayer` below refused: nothing was sent, and the dependency is failing.
-    if err.is::<crate::client::breaker::error::BreakerOpen>() {
+    if err.is::<super::breaker_open::BreakerOpen>() {
         return Class::Overloaded;
     }
     let mut cur: Option<&(dyn StdError + 'static)> = Some(err);

@@ -5,8 +5,10 @@
 
 pub(crate) mod attempt;
 pub(crate) mod body;
+pub(crate) mod breaker_open;
 pub(crate) mod classify;
 pub(crate) mod config;
+pub(crate) mod error;
 pub(crate) mod overload;
 pub(crate) mod timer;
 
@@ -31,11 +33,11 @@ use crate::client::engine::classify::{
     Protocol, RequestHeaders, classify_error, classify_response,
 };
 use crate::client::metrics::ClientMetrics;
-use crate::client::retry::error::{BoxError, GaveUpError, LastOutcome};
 use crate::wire::{
     GRPC_PREVIOUS_RPC_ATTEMPTS, GRPC_TIMEOUT, IDEMPOTENCY_KEY, REQUEST_ATTEMPT, REQUEST_TIMEOUT_MS,
     RequestDeadline,
 };
+use error::{BoxError, GaveUpError, LastOutcome};
 
 /// Settings shared by every call through one layer.
 #[derive(Debug)]

@@ -26,7 +26,6 @@
 //! Bodies: see [`ReplayBody`](crate::client::ReplayBody) — a body that cannot be replayed is
 //! sent once.
 
-pub(crate) mod error;
 mod future;
 mod layer;
 
@@ -38,7 +37,7 @@ use seawall::budget::{AnyBudget, Budget};
 use seawall::time::{Clock, SystemClock};
 use tower_service::Service;
 
-pub use error::{BoxError, GaveUpError, LastOutcome};
+pub use crate::client::engine::error::{BoxError, GaveUpError, LastOutcome};
 pub use future::RetryFuture;
 pub use layer::RetryLayer;
 

@@ -7,7 +7,7 @@ use seawall::time::Instant;
 /// The error of a request the breaker refused: it was not sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BreakerOpen {
-    pub(super) until: Option<Instant>,
+    pub(crate) until: Option<Instant>,
 }
 
 impl BreakerOpen {
@@ -17,7 +17,7 @@ impl BreakerOpen {
         self.until
     }
 
-    /// Forced open by the operator ([`Control`](seawall::control::Control) or [`BreakerLayer::force`](super::BreakerLayer::force)), not by failures.
+    /// Forced open by the operator ([`Control`](seawall::control::Control) or [`BreakerLayer::force`](crate::client::BreakerLayer::force)), not by failures.
     pub fn is_forced(&self) -> bool {
         self.until.is_none()
     }

@@ -1,4 +1,4 @@
-//! The error a [`Retry`](super::Retry) service returns when its policy gives up.
+//! The error a [`Retry`](crate::client::Retry) service returns when its policy gives up.
 
 use std::error::Error as StdError;
 use std::fmt;
