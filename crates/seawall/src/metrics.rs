@@ -17,6 +17,18 @@ pub const MAX_TRACKED_ATTEMPTS: usize = 8;
 /// attempt.
 pub const ATTEMPT_NUMBERS: usize = 10;
 
+/// The `attempt` label of each attempt-number counter, `[0]` for first attempts: the client's
+/// [`names::CLIENT_ATTEMPTS`], the server's [`names::SERVER_ARRIVALS`] and the proxy's
+/// [`names::PROXY_ATTEMPTS`] all use these.
+pub const ATTEMPT_LABELS: [&str; ATTEMPT_NUMBERS] =
+    ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10+"];
+
+/// The index of attempt number `attempt` (1 = first; 0 is read as 1) in [`ATTEMPT_LABELS`].
+pub const fn attempt_index(attempt: u32) -> usize {
+    let a = if attempt == 0 { 1 } else { attempt as usize };
+    if a > ATTEMPT_NUMBERS { ATTEMPT_NUMBERS - 1 } else { a - 1 }
+}
+
 /// Upper bounds of the call-duration buckets, in nanoseconds: 1 ms doubling to 16.4 s (15
 /// buckets, as Prometheus' `exponential_buckets(0.001, 2.0, 15)`), then `+Inf`.
 pub const DURATION_BOUNDS_NS: [u64; 15] = {
@@ -65,7 +77,19 @@ pub mod names {
     pub const SERVER_QUEUE_LENGTH: &str = "seawall_server_queue_length";
     /// Age of the oldest queued request, seconds (gauge).
     pub const SERVER_OLDEST_QUEUED: &str = "seawall_server_oldest_queued_seconds";
+    /// Requests arriving at the server's door, label `attempt` from `Request-Attempt` or
+    /// `grpc-previous-rpc-attempts` (counter): the share with `attempt` ≥ 2 is the retry share.
+    pub const SERVER_ARRIVALS: &str = "seawall_server_arrivals_total";
+    /// Requests arriving, by caller, label `caller`, for the heaviest callers only
+    /// ([`TopCallers`](super::top::TopCallers)), counter.
+    pub const SERVER_CALLER_ARRIVALS: &str = "seawall_server_caller_arrivals_total";
+    /// Requests the proxy saw, label `attempt` as [`SERVER_ARRIVALS`] (counter).
+    pub const PROXY_ATTEMPTS: &str = "seawall_proxy_attempts_total";
+    /// Requests the proxy saw, by caller, label `caller`, heaviest callers only (counter).
+    pub const PROXY_CALLER_REQUESTS: &str = "seawall_proxy_caller_requests_total";
 }
+
+pub mod top;
 
 /// Counters for one client (one policy).
 ///
