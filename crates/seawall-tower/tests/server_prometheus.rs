@@ -207,3 +207,59 @@ async fn scrape_idempotency_counters_and_pools() {
         );
     }
 }
+
+/// Every request is counted at the door by its attempt number, shed or not, and — with
+/// `with_callers` — by caller in the bounded table of heaviest callers. Red check: without the
+/// `arrival` call in `Shed::call` the attempt counts stay 0; without `with_callers` the caller
+/// family is absent.
+#[tokio::test]
+async fn arrivals_by_attempt_and_by_caller() {
+    use seawall_tower::server::shed::CallerKey;
+    let metrics = ServerMetrics::new();
+    let mut registry = Registry::default();
+    metrics.register(&mut registry);
+    let handler = service_fn(|_req: Request<String>| async {
+        Ok::<_, Infallible>(Response::new(String::new()))
+    });
+    let svc = ShedLayer::new(NonZeroUsize::new(4).unwrap())
+        .with_callers(CallerKey::header(http::HeaderName::from_static("x-client-id")))
+        .with_metrics(metrics.clone())
+        .layer(handler);
+    let send = |attempt: Option<&str>, grpc_prev: Option<&str>, caller: Option<&str>| {
+        let mut b = Request::builder().uri("/");
+        if let Some(a) = attempt {
+            b = b.header("request-attempt", a);
+        }
+        if let Some(p) = grpc_prev {
+            b = b.header("grpc-previous-rpc-attempts", p);
+        }
+        if let Some(c) = caller {
+            b = b.header("x-client-id", c);
+        }
+        svc.clone().oneshot(b.body(String::new()).unwrap())
+    };
+    for _ in 0..6 {
+        send(None, None, Some("batch")).await.unwrap();
+    }
+    send(Some("2"), None, Some("batch")).await.unwrap();
+    send(Some("3"), None, Some("web")).await.unwrap();
+    send(None, Some("1"), None).await.unwrap(); // a gRPC second attempt, no caller header
+    send(Some("12"), None, Some("web")).await.unwrap();
+    send(Some("not a number"), None, Some("web")).await.unwrap(); // malformed: a first attempt
+
+    let s = metrics.snapshot();
+    assert_eq!(s.arrivals[..3], [7, 2, 1]);
+    assert_eq!(s.arrivals[9], 1, "attempt 12 counts as 10+");
+    assert_eq!(s.retry_share(), Some(4.0 / 11.0));
+    let page = prometheus::encode(&registry);
+    for needle in [
+        "seawall_server_arrivals_total{attempt=\"1\"} 7\n",
+        "seawall_server_arrivals_total{attempt=\"2\"} 2\n",
+        "seawall_server_arrivals_total{attempt=\"10+\"} 1\n",
+        "seawall_server_caller_arrivals_total{caller=\"batch\"} 7\n",
+        "seawall_server_caller_arrivals_total{caller=\"web\"} 3\n",
+        "seawall_server_caller_arrivals_total{caller=\"unknown\"} 1\n",
+    ] {
+        assert!(page.contains(needle), "{needle:?} missing from\n{page}");
+    }
+}

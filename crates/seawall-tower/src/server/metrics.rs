@@ -16,6 +16,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
+use seawall::metrics::ATTEMPT_NUMBERS;
+use seawall::metrics::top::{CallerCount, TopCallers};
 use seawall::time::Instant;
 
 /// Why a request was answered by a server layer instead of the handler.
@@ -78,6 +80,8 @@ pub fn bucket_upper_bound(i: usize) -> Option<Duration> {
 
 #[derive(Debug)]
 struct Inner {
+    arrivals: [AtomicU64; ATTEMPT_NUMBERS],
+    callers: std::sync::Mutex<TopCallers>,
     rejected: [AtomicU64; RejectReason::ALL.len()],
     in_flight: AtomicI64,
     queued: AtomicI64,
@@ -93,6 +97,8 @@ struct Inner {
 impl Default for Inner {
     fn default() -> Self {
         Inner {
+            arrivals: Default::default(),
+            callers: Default::default(),
             rejected: Default::default(),
             in_flight: AtomicI64::new(0),
             queued: AtomicI64::new(0),
@@ -114,6 +120,11 @@ pub struct ServerMetrics(Arc<Inner>);
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct MetricsSnapshot {
+    /// Requests arriving at `ShedLayer`'s door by attempt number, `[0]` first attempts, the
+    /// last also counting later ones (labels [`seawall::metrics::ATTEMPT_LABELS`]).
+    pub arrivals: [u64; ATTEMPT_NUMBERS],
+    /// The heaviest callers, heaviest first, when `ShedLayer::with_callers` names them.
+    pub callers: Vec<CallerCount>,
     /// Rejections, indexed like [`RejectReason::ALL`].
     pub rejected: [u64; RejectReason::ALL.len()],
     /// Requests running in the handler now.
@@ -133,6 +144,12 @@ pub struct MetricsSnapshot {
 }
 
 impl MetricsSnapshot {
+    /// Of the arrivals, the share that were retries (attempt ≥ 2); `None` before any arrival.
+    pub fn retry_share(&self) -> Option<f64> {
+        let all: u64 = self.arrivals.iter().sum();
+        (all > 0).then(|| (all - self.arrivals[0]) as f64 / all as f64)
+    }
+
     /// Rejections for one reason.
     pub fn rejected(&self, reason: RejectReason) -> u64 {
         self.rejected[reason.index()]
@@ -148,6 +165,18 @@ impl ServerMetrics {
     /// Fresh counters, all zero.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Counts a request arriving with attempt number `attempt` (1 = first; 0 is read as 1).
+    /// `ShedLayer` calls it for every request at its door.
+    pub fn arrival(&self, attempt: u32) {
+        self.0.arrivals[seawall::metrics::attempt_index(attempt)].fetch_add(1, Relaxed);
+    }
+
+    /// Counts a request from `caller` in the table of heaviest callers (bounded: see
+    /// [`TopCallers`]).
+    pub fn caller(&self, caller: &str) {
+        self.0.callers.lock().unwrap_or_else(|e| e.into_inner()).record(caller);
     }
 
     /// Counts a rejection.
@@ -193,6 +222,8 @@ impl ServerMetrics {
     pub fn snapshot(&self) -> MetricsSnapshot {
         let i = &self.0;
         MetricsSnapshot {
+            arrivals: std::array::from_fn(|k| i.arrivals[k].load(Relaxed)),
+            callers: i.callers.lock().unwrap_or_else(|e| e.into_inner()).top(),
             rejected: std::array::from_fn(|k| i.rejected[k].load(Relaxed)),
             in_flight: i.in_flight.load(Relaxed).max(0) as u64,
             queue_len: i.queued.load(Relaxed).max(0) as u64,

@@ -25,6 +25,13 @@
 //! # Rejections per second by reason.
 //! sum by (reason) (rate(seawall_server_rejected_total[1m]))
 //!
+//! # Share of arrivals that are retries (attempt ≥ 2): "a surge of second and third attempts
+//! # says their peers are overloaded too".
+//! sum(rate(seawall_server_arrivals_total{attempt!="1"}[1m])) / sum(rate(seawall_server_arrivals_total[1m]))
+//!
+//! # The five heaviest callers (with `ShedLayer::with_callers`).
+//! topk(5, sum by (caller) (rate(seawall_server_caller_arrivals_total[5m])))
+//!
 //! # Oldest queued request vs the callers' timeout (here 250 ms): above 1, work is wasted.
 //! max(seawall_server_oldest_queued_seconds) / 0.250
 //!
@@ -37,6 +44,8 @@
 //! | `seawall_server_throughput_total` | `seawall.server.throughput` | counter | |
 //! | `seawall_server_goodput_total` | `seawall.server.goodput` | counter | |
 //! | `seawall_server_rejected_total` | `seawall.server.rejected` | counter | `reason` ([`RejectReason::as_str`]: `queue_full`, `codel_drop`, `deadline_expired`, `retry_shed`, `admission_cut`) |
+//! | `seawall_server_arrivals_total` | `seawall.server.arrivals` | counter | `attempt` (`1` … `9`, `10+`), counted at `ShedLayer`'s door |
+//! | `seawall_server_caller_arrivals_total` | `seawall.server.caller.arrivals` | counter | `caller`, the heaviest callers only ([`TopCallers`](seawall::metrics::top::TopCallers)); present with `ShedLayer::with_callers` |
 //! | `seawall_server_in_flight` | `seawall.server.in_flight` | gauge | |
 //! | `seawall_server_queue_length` | `seawall.server.queue.length` | gauge | |
 //! | `seawall_server_oldest_queued_seconds` | `seawall.server.queue.oldest_age` | gauge | |
@@ -120,6 +129,30 @@ impl<C: Clock + 'static> Collector for ServerCollector<C> {
         for r in RejectReason::ALL {
             ConstCounter::new(s.rejected(r))
                 .encode(family.encode_family(&[("reason", r.as_str())])?)?;
+        }
+
+        let mut family = enc.encode_descriptor(
+            "arrivals",
+            "Requests arriving at the door, by attempt number (Request-Attempt, \
+             grpc-previous-rpc-attempts + 1)",
+            None,
+            MetricType::Counter,
+        )?;
+        for (label, v) in seawall::metrics::ATTEMPT_LABELS.iter().zip(s.arrivals) {
+            ConstCounter::new(v).encode(family.encode_family(&[("attempt", *label)])?)?;
+        }
+        if !s.callers.is_empty() {
+            let mut family = enc.encode_descriptor(
+                "caller_arrivals",
+                "Requests arriving, by caller, the heaviest callers only (Space-Saving: a count \
+                 is an upper bound)",
+                None,
+                MetricType::Counter,
+            )?;
+            for c in &s.callers {
+                ConstCounter::new(c.count)
+                    .encode(family.encode_family(&[("caller", c.caller.as_str())])?)?;
+            }
         }
 
         let gauge = |enc: &mut DescriptorEncoder, name, help, unit, v: f64| {

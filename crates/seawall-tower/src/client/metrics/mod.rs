@@ -62,13 +62,9 @@ use std::time::Duration;
 
 use seawall::breaker::BreakerState;
 use seawall::metrics::{Metrics, Snapshot};
-use seawall::policy::MAX_ATTEMPTS;
 
-/// Labels of the attempt-number counter, one per [`seawall::metrics::ATTEMPT_NUMBERS`].
-pub(crate) const ATTEMPT_LABELS: [&str; MAX_ATTEMPTS as usize] =
-    ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10+"];
-// The labels cover the core's attempt counters one for one.
-const _: () = assert!(ATTEMPT_LABELS.len() == seawall::metrics::ATTEMPT_NUMBERS);
+#[cfg(any(feature = "client-prometheus", feature = "otel"))]
+pub(crate) use seawall::metrics::ATTEMPT_LABELS;
 
 /// The client layers' metrics. Create one per dependency, register it, and hand it to the
 /// layers with `with_metrics`: it then reports the counters of each layer's policy (summed, when

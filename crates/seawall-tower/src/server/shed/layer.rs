@@ -9,6 +9,7 @@ use seawall::control::Control;
 use seawall::time::{Clock, SystemClock};
 use tower_layer::Layer;
 
+use super::caller::CallerKey;
 use super::{Shared, Shed};
 use crate::server::metrics::ServerMetrics;
 
@@ -18,6 +19,7 @@ struct Config {
     retry_after: RetryAfter,
     seed: Option<u64>,
     admission: Option<Arc<Control>>,
+    callers: Option<CallerKey>,
 }
 
 /// Admission control: caps in-flight requests, queues a few, rejects the rest with 503.
@@ -69,6 +71,7 @@ impl ShedLayer<SystemClock> {
             retry_after: RetryAfter::default(),
             seed: None,
             admission: None,
+            callers: None,
         };
         ShedLayer::from_parts(cfg, SystemClock, ServerMetrics::new())
     }
@@ -83,6 +86,7 @@ impl<C: Clock + Clone> ShedLayer<C> {
             cfg.retry_after,
             cfg.seed,
             cfg.admission.clone(),
+            cfg.callers.clone(),
         ));
         ShedLayer { cfg, clock, metrics, shared }
     }
@@ -131,6 +135,16 @@ impl<C: Clock + Clone> ShedLayer<C> {
     /// retry switch uses.
     pub fn with_admission(self, knob: Arc<Control>) -> Self {
         self.with(|c| c.admission = Some(knob))
+    }
+
+    /// Count each request's caller, named by `key`, in the metrics' table of heaviest callers
+    /// (`seawall_server_caller_arrivals_total{caller}`, at most
+    /// [`DEFAULT_CALLERS`](seawall::metrics::top::DEFAULT_CALLERS) callers: see
+    /// [`TopCallers`](seawall::metrics::top::TopCallers)). Default: off, the table stays empty.
+    /// Every request is counted by attempt number either way
+    /// (`seawall_server_arrivals_total{attempt}`).
+    pub fn with_callers(self, key: CallerKey) -> Self {
+        self.with(|c| c.callers = Some(key))
     }
 
     /// Report into `metrics` (default: a private, unread set).

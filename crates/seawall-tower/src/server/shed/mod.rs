@@ -33,6 +33,7 @@
 //! # let _ = shed;
 //! ```
 
+mod caller;
 mod future;
 mod layer;
 
@@ -49,6 +50,7 @@ use seawall::time::{Clock, Instant};
 use tokio::sync::oneshot;
 use tower_service::Service;
 
+pub use caller::{CallerKey, UNKNOWN_CALLER};
 pub use future::ResponseFuture;
 pub use layer::ShedLayer;
 pub use seawall::admission::{
@@ -103,6 +105,7 @@ struct Shared<C> {
     seed: u64,
     draws: AtomicU64,
     admission: Option<Arc<Control>>,
+    callers: Option<CallerKey>,
 }
 
 impl<C: Clock> Shared<C> {
@@ -113,6 +116,7 @@ impl<C: Clock> Shared<C> {
         retry_after: RetryAfter,
         seed: Option<u64>,
         admission: Option<Arc<Control>>,
+        callers: Option<CallerKey>,
     ) -> Self {
         let seed = seed.unwrap_or_else(|| SeedSource::from_entropy().stream().next_u64());
         let (lo, hi) = retry_after.range();
@@ -125,6 +129,7 @@ impl<C: Clock> Shared<C> {
             seed,
             draws: AtomicU64::new(0),
             admission,
+            callers,
         }
     }
 
@@ -196,18 +201,18 @@ impl<C: Clock> Shared<C> {
     }
 }
 
-/// Whether the request is a retry: `Request-Attempt` > 1 or `grpc-previous-rpc-attempts` > 0.
+/// The request's attempt number: `Request-Attempt`, or `grpc-previous-rpc-attempts` + 1.
 /// Malformed values count as absent (a first attempt), as [`wire::parse_attempt`] documents.
-fn class_of(headers: &http::HeaderMap) -> Class {
-    let attempt = headers
+fn attempt_of(headers: &http::HeaderMap) -> u32 {
+    headers
         .get(wire::REQUEST_ATTEMPT)
         .and_then(|v| wire::parse_attempt(v.as_bytes()))
         .or_else(|| {
             headers
                 .get(wire::GRPC_PREVIOUS_RPC_ATTEMPTS)
                 .and_then(|v| wire::parse_grpc_previous_attempts(v.as_bytes()))
-        });
-    Class::of_attempt(attempt.map_or(1, |n| n.get()))
+        })
+        .map_or(1, |n| n.get())
 }
 
 /// The service [`ShedLayer`] makes.
@@ -243,7 +248,12 @@ where
     }
 
     fn call(&mut self, req: Request<ReqB>) -> Self::Future {
-        let class = class_of(req.headers());
+        let attempt = attempt_of(req.headers());
+        let class = Class::of_attempt(attempt);
+        self.shared.metrics.arrival(attempt);
+        if let Some(key) = &self.shared.callers {
+            self.shared.metrics.caller(&key.caller(req.headers(), req.extensions()));
+        }
         let grpc = response::is_grpc(req.headers());
         if self.shared.cut() {
             self.shared.metrics.reject(RejectReason::AdmissionCut);
