@@ -59,13 +59,20 @@ pub(super) async fn serve(listener: TcpListener, shared: Arc<Shared>) {
         let clients = clients.clone();
         async move {
             let _open = shared.stats.open();
-            let svc = service_fn(move |req| handle(req, shared.clone(), clients.clone()));
+            let caller: Arc<str> = peer_ip(&stream).into();
+            let svc =
+                service_fn(move |req| handle(req, shared.clone(), clients.clone(), caller.clone()));
             let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
                 .serve_connection(TokioIo::new(stream), svc)
                 .await;
         }
     })
     .await
+}
+
+/// The caller a connection's requests are counted for: its peer's IP address.
+pub(super) fn peer_ip(stream: &tokio::net::TcpStream) -> String {
+    stream.peer_addr().map_or_else(|_| "unknown".to_string(), |a| a.ip().to_string())
 }
 
 /// The attempt number a request declares (1 when it declares none, or nonsense).
@@ -108,8 +115,9 @@ async fn handle(
     req: Request<Incoming>,
     shared: Arc<Shared>,
     clients: Arc<Clients>,
+    caller: Arc<str>,
 ) -> Result<Response<Body>, io::Error> {
-    shared.stats.request(shared.now(), attempt_of(req.headers()));
+    shared.stats.request(shared.now(), attempt_of(req.headers()), &caller);
     let grpc = is_grpc(req.headers());
     let mut rng = shared.rng();
     match pass(&shared, &mut rng).await {

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use seawall::metrics::top::TopCallers;
 use serde::Serialize;
 
 /// Distinct request keys tracked at once; beyond this a request is not tracked (never refused).
@@ -18,7 +19,7 @@ pub const MAX_KEYS: usize = 65_536;
 /// Seconds kept in the per-second series (the oldest are dropped).
 pub const MAX_SECONDS: usize = 3_600;
 /// Attempt numbers counted one by one; higher ones are counted as `10+`.
-pub const MAX_ATTEMPT_LABEL: usize = 10;
+pub const MAX_ATTEMPT_LABEL: usize = seawall::metrics::ATTEMPT_NUMBERS;
 
 /// One second of traffic.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -47,6 +48,7 @@ pub struct Stats {
     open: AtomicU64,
     requests: AtomicU64,
     attempts: [AtomicU64; MAX_ATTEMPT_LABEL],
+    callers: Mutex<TopCallers>,
     faulted: Mutex<HashMap<&'static str, u64>>,
     rejected: Mutex<HashMap<&'static str, u64>>,
     bytes_up: AtomicU64,
@@ -93,11 +95,12 @@ impl Stats {
         OpenGuard(self.clone())
     }
 
-    /// A request (attempt number `attempt`, 1 = first) was seen at `t`.
-    pub fn request(&self, t: Duration, attempt: u32) {
+    /// A request (attempt number `attempt`, 1 = first) from `caller` (the peer's address) was
+    /// seen at `t`.
+    pub fn request(&self, t: Duration, attempt: u32, caller: &str) {
         self.requests.fetch_add(1, Ordering::Relaxed);
-        let i = (attempt.max(1) as usize).min(MAX_ATTEMPT_LABEL) - 1;
-        self.attempts[i].fetch_add(1, Ordering::Relaxed);
+        self.attempts[seawall::metrics::attempt_index(attempt)].fetch_add(1, Ordering::Relaxed);
+        lock(&self.callers).record(caller);
         self.second(t, |s| {
             s.requests += 1;
             s.retries += u64::from(attempt > 1);
@@ -192,24 +195,28 @@ impl Stats {
             "Requests seen (HTTP requests, PostgreSQL statements).",
             &one(load(&self.requests)),
         );
-        let attempts: Vec<_> = self
-            .attempts
+        let attempts: Vec<_> = seawall::metrics::ATTEMPT_LABELS
             .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let l = if i + 1 == MAX_ATTEMPT_LABEL {
-                    format!("{MAX_ATTEMPT_LABEL}+")
-                } else {
-                    (i + 1).to_string()
-                };
-                (format!("{{attempt=\"{l}\"}}"), load(c))
-            })
+            .zip(&self.attempts)
+            .map(|(l, c)| (format!("{{attempt=\"{l}\"}}"), load(c)))
             .collect();
         metric(
             "attempts",
             "counter",
             "Requests by attempt number (Request-Attempt, grpc-previous-rpc-attempts + 1).",
             &attempts,
+        );
+        let callers: Vec<_> = lock(&self.callers)
+            .top()
+            .into_iter()
+            .map(|c| (format!("{{caller=\"{}\"}}", escape_label(&c.caller)), c.count))
+            .collect();
+        metric(
+            "caller_requests",
+            "counter",
+            "Requests by caller (the peer's IP address), the heaviest callers only (Space-Saving: \
+             a count is an upper bound).",
+            &callers,
         );
         metric(
             "faulted",
@@ -280,6 +287,11 @@ impl Drop for InFlight {
     }
 }
 
+/// A label value escaped for the text format (backslash, double quote, newline).
+fn escape_label(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
 /// A 64-bit FNV-1a hash of `parts` (a key for identical requests; stable across runs).
 pub fn key_of(parts: &[&[u8]]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -314,9 +326,9 @@ mod tests {
     #[test]
     fn per_second_series_and_attempt_labels() {
         let s = Stats::default();
-        s.request(Duration::from_millis(100), 1);
-        s.request(Duration::from_millis(900), 3);
-        s.request(Duration::from_millis(2100), 42);
+        s.request(Duration::from_millis(100), 1, "127.0.0.2");
+        s.request(Duration::from_millis(900), 3, "127.0.0.2");
+        s.request(Duration::from_millis(2100), 42, "127.0.0.3");
         s.connection(Duration::from_millis(2200));
         let series = s.series();
         assert_eq!((series[0].t, series[0].requests, series[0].retries), (0, 2, 1));
@@ -324,6 +336,8 @@ mod tests {
         let text = s.prometheus();
         assert!(text.contains("seawall_proxy_attempts_total{attempt=\"3\"} 1\n"), "{text}");
         assert!(text.contains("seawall_proxy_attempts_total{attempt=\"10+\"} 1\n"));
+        assert!(text.contains("seawall_proxy_caller_requests_total{caller=\"127.0.0.2\"} 2\n"));
+        assert!(text.contains("seawall_proxy_caller_requests_total{caller=\"127.0.0.3\"} 1\n"));
         assert!(text.contains("seawall_proxy_requests_total 3\n"));
         assert_ne!(key_of(&[b"ab", b"c"]), key_of(&[b"a", b"bc"]));
     }

@@ -38,6 +38,7 @@ async fn end(mut s: TcpStream, mode: FailMode) {
 
 async fn connection(mut client: TcpStream, shared: &Shared) {
     let _open = shared.stats.open();
+    let caller = super::http::peer_ip(&client);
     // Every share is a share of connections here: the connection draws once per fault, and its
     // requests all meet that draw (see `schedule::Draws`).
     let mut draws = PerConnection::new(shared.rng());
@@ -51,7 +52,7 @@ async fn connection(mut client: TcpStream, shared: &Shared) {
         return end(client, FailMode::Reset).await;
     };
     let _ = (client.set_nodelay(true), upstream.set_nodelay(true));
-    if let Err(mode) = pipe(shared, &mut client, &mut upstream, draws).await {
+    if let Err(mode) = pipe(shared, &mut client, &mut upstream, draws, &caller).await {
         end(upstream, FailMode::Reset).await;
         end(client, mode).await;
     }
@@ -75,6 +76,7 @@ async fn pipe(
     client: &mut TcpStream,
     upstream: &mut TcpStream,
     mut draws: PerConnection<seawall::rng::SeededRng>,
+    caller: &str,
 ) -> Result<(), FailMode> {
     let (mut cr, mut cw) = client.split();
     let (mut ur, mut uw) = upstream.split();
@@ -98,7 +100,7 @@ async fn pipe(
                     match e {
                         Event::Statement(key) => {
                             requests += 1;
-                            shared.stats.request(t, 1);
+                            shared.stats.request(t, 1, caller);
                             let g = shared.stats.enter(key, t);
                             pg.open.push(g);
                         }
