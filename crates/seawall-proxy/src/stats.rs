@@ -209,7 +209,7 @@ impl Stats {
         let callers: Vec<_> = lock(&self.callers)
             .top()
             .into_iter()
-            .map(|c| (format!("{{caller=\"{}\"}}", escape_label(&c.caller)), c.count))
+            .map(|c| (format!("{{caller=\"{}\"}}", c.caller), c.count))
             .collect();
         metric(
             "caller_requests",
@@ -285,11 +285,6 @@ impl Drop for InFlight {
             }
         }
     }
-}
-
-/// A label value escaped for the text format (backslash, double quote, newline).
-fn escape_label(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
 /// A 64-bit FNV-1a hash of `parts` (a key for identical requests; stable across runs).

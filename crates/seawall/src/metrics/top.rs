@@ -10,7 +10,8 @@
 //! [`CallerCount::error`] it carries.
 //!
 //! Caller names come from requests (a header, an address), so they are untrusted: each is cut
-//! to [`MAX_CALLER_BYTES`] at a character boundary, and control characters become `?`.
+//! to [`MAX_CALLER_BYTES`] at a character boundary, and control characters, `"` and `\` become
+//! `?`, so a name is a valid label value without escaping.
 
 use std::collections::HashMap;
 
@@ -69,15 +70,17 @@ impl Default for TopCallers {
     }
 }
 
-/// `caller` cut to [`MAX_CALLER_BYTES`] at a character boundary, control characters as `?`.
+/// `caller` cut to [`MAX_CALLER_BYTES`] at a character boundary, control characters, `"` and `\`
+/// as `?`: a name is then a valid label value in every exposition format without escaping.
 fn clean(caller: &str) -> std::borrow::Cow<'_, str> {
     let mut end = caller.len().min(MAX_CALLER_BYTES);
     while !caller.is_char_boundary(end) {
         end -= 1;
     }
     let cut = &caller[..end];
-    if cut.chars().any(char::is_control) {
-        cut.chars().map(|c| if c.is_control() { '?' } else { c }).collect::<String>().into()
+    let odd = |c: char| c.is_control() || c == '"' || c == '\\';
+    if cut.chars().any(odd) {
+        cut.chars().map(|c| if odd(c) { '?' } else { c }).collect::<String>().into()
     } else {
         cut.into()
     }
@@ -144,9 +147,11 @@ mod tests {
         let mut t = TopCallers::new(4);
         t.record(&"é".repeat(40)); // 80 bytes: cut to 64, on a boundary
         t.record("a\nb\u{7}");
+        t.record("x\"y\\");
         let top = t.top();
         assert!(top.iter().any(|c| c.caller == "é".repeat(32)), "{top:?}");
         assert!(top.iter().any(|c| c.caller == "a?b?"), "{top:?}");
+        assert!(top.iter().any(|c| c.caller == "x?y?"), "{top:?}");
     }
 
     #[test]
