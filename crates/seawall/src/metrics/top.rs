@@ -71,8 +71,10 @@ impl Default for TopCallers {
 }
 
 /// `caller` cut to [`MAX_CALLER_BYTES`] at a character boundary, control characters, `"` and `\`
-/// as `?`: a name is then a valid label value in every exposition format without escaping.
-fn clean(caller: &str) -> std::borrow::Cow<'_, str> {
+/// as `?`: a name is then a valid label value in every exposition format without escaping, and
+/// safe to print. [`TopCallers::record`] cleans every name; a reader of someone else's page
+/// (`seawall detect`) cleans what it reads the same way.
+pub fn clean(caller: &str) -> std::borrow::Cow<'_, str> {
     let mut end = caller.len().min(MAX_CALLER_BYTES);
     while !caller.is_char_boundary(end) {
         end -= 1;
