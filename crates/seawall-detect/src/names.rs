@@ -8,13 +8,15 @@
 //! a dashboard at three in the morning.
 
 pub use seawall::metrics::names::{
-    CLIENT_ATTEMPTS, CLIENT_CALL_SUCCESSES, CLIENT_CALLS, CLIENT_RETRY_OVERFLOW, SERVER_GOODPUT,
+    CLIENT_ATTEMPTS, CLIENT_CALL_SUCCESSES, CLIENT_CALLS, CLIENT_RETRY_OVERFLOW, PROXY_ATTEMPTS,
+    PROXY_CALLER_REQUESTS, SERVER_ARRIVALS, SERVER_CALLER_ARRIVALS, SERVER_GOODPUT,
     SERVER_IN_FLIGHT, SERVER_OLDEST_QUEUED, SERVER_QUEUE_LENGTH, SERVER_REJECTED,
     SERVER_THROUGHPUT,
 };
 
-/// Every name above, client names first.
-pub const ALL: [&str; 10] = [
+/// Every name above that a seawall service exports, client names first (the proxy's are in
+/// [`PROXY`]).
+pub const ALL: [&str; 12] = [
     CLIENT_CALLS,
     CLIENT_ATTEMPTS,
     CLIENT_RETRY_OVERFLOW,
@@ -25,4 +27,9 @@ pub const ALL: [&str; 10] = [
     SERVER_IN_FLIGHT,
     SERVER_QUEUE_LENGTH,
     SERVER_OLDEST_QUEUED,
+    SERVER_ARRIVALS,
+    SERVER_CALLER_ARRIVALS,
 ];
+
+/// The names `seawall proxy` exports that `detect` and `alerts` read.
+pub const PROXY: [&str; 2] = [PROXY_ATTEMPTS, PROXY_CALLER_REQUESTS];

@@ -6,11 +6,15 @@ use seawall_detect::{alerts, names, prom};
 use seawall_tower::client::{ClientMetrics, metrics_text};
 use seawall_tower::server::ServerMetrics;
 
-/// The text a seawall service exposes: its client registry and its server metrics.
+/// The text a seawall service exposes: its client registry and its server metrics, after one
+/// arrival from a named caller (a family without samples is not on the page).
 fn exported_page() -> String {
     let mut registry = Registry::default();
     ClientMetrics::new().register(&mut registry);
-    ServerMetrics::new().register(&mut registry);
+    let server = ServerMetrics::new();
+    server.arrival(2);
+    server.caller("checkout");
+    server.register(&mut registry);
     metrics_text(&registry)
 }
 
