@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use seawall_detect::scrape::{Interval, Scraper};
+use seawall_detect::scrape::{Interval, Scraper, TargetRates, Totals};
 use seawall_detect::{Classifier, Thresholds, Verdict, VerdictKind};
 
 use super::Args;
@@ -31,6 +31,7 @@ pub(super) fn run(args: &Args, thresholds: Thresholds) -> anyhow::Result<ExitCod
             args.interval
         );
     }
+    let mut view = None;
     // No signal handler on purpose: Ctrl-C's default action ends the process between two
     // complete lines (stdout is line-buffered), and nothing here needs undoing.
     let mut n = 0u64;
@@ -38,6 +39,15 @@ pub(super) fn run(args: &Args, thresholds: Thresholds) -> anyhow::Result<ExitCod
         n += 1;
         let line = match scraper.next_interval(every) {
             Ok(interval) => {
+                // A family appears on a page with its first sample, so the view can change once
+                // the first request arrives; it is said whenever it does.
+                if let ([only], false) = (scraper.last_totals(), args.json) {
+                    let now = one_target_view(only);
+                    if view != Some(now) {
+                        eprintln!("one target, judged by {now}");
+                        view = Some(now);
+                    }
+                }
                 let v = classifier.push(interval.sample);
                 if args.json { json_line(&v, &interval)? } else { text_lines(&v, &interval) }
             }
@@ -94,6 +104,42 @@ fn text_lines(v: &Verdict, i: &Interval) -> String {
         for e in &v.evidence {
             out.push_str(&format!("           · {e}\n"));
         }
+        door_lines(&mut out, &i.targets);
     }
     out
+}
+
+/// Who is sending the load, at each door that counts it: the share of retries and the heaviest
+/// callers (the server-side slices a storm is traced back with).
+fn door_lines(out: &mut String, targets: &[TargetRates]) {
+    for (k, t) in targets.iter().enumerate() {
+        if let Some(share) = t.retry_share {
+            let rps = t.door_rps.unwrap_or(0.0);
+            out.push_str(&format!(
+                "           · #{}: {:.0} % of {rps:.0} arrivals/s are retries (attempt ≥ 2)\n",
+                k + 1,
+                share * 100.0
+            ));
+        }
+        if !t.top_callers.is_empty() {
+            let callers: Vec<String> = t
+                .top_callers
+                .iter()
+                .map(|c| format!("{} {:.0} % ({:.0}/s)", c.caller, c.share * 100.0, c.rps))
+                .collect();
+            out.push_str(&format!("           · #{} top callers: {}\n", k + 1, callers.join(", ")));
+        }
+    }
+}
+
+/// What a path of one target is judged by, said once at the start: the numbers mean different
+/// things for a client, a server and a proxy.
+fn one_target_view(t: &Totals) -> &'static str {
+    if t.attempts.is_some() {
+        "its client layer: calls at the edge, attempts to its dependency"
+    } else if t.first_arrivals.is_some() {
+        "its door: first attempts at the edge, all attempts as the dependency (retry share)"
+    } else {
+        "its served and rejected requests only: no attempt numbers, so no amplification"
+    }
 }

@@ -152,6 +152,11 @@ impl Scraper {
         self.urls.iter().map(ToString::to_string).collect()
     }
 
+    /// The pages of the last good scrape, one per target, in order.
+    pub fn last_totals(&self) -> &[Totals] {
+        &self.prev
+    }
+
     /// Waits until `every` has passed since the last scrape, scrapes every target, and returns
     /// the interval's rates. On error the last good page is kept for the next interval.
     pub fn next_interval(&mut self, every: Duration) -> Result<Interval, ScrapeError> {

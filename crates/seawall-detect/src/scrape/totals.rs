@@ -250,19 +250,21 @@ pub fn fold(t: f64, targets: &[TargetRates], prev: &[Totals], cur: &[Totals], dt
     };
     let client_attempts = rate(n - 1, |x| x.attempts);
     let queue_age_s = targets.iter().filter_map(|r| r.oldest_queued_s).fold(0.0, f64::max);
-    let refusals_rps = targets.iter().filter_map(|r| r.retry_overflow_rps).sum();
+    // An empty f64 sum is -0.0, which prints as "-0.0/s"; adding 0.0 makes it 0.0.
+    let refusals_rps = targets.iter().filter_map(|r| r.retry_overflow_rps).sum::<f64>() + 0.0;
     let goodput = edge.goodput_rps.or_else(|| rate(0, |x| x.call_successes));
-    if n == 1 && client_attempts.is_none() {
-        if let (Some(first), Some(all)) = (rate(0, |x| x.first_arrivals), edge.door_rps) {
-            return Sample {
-                t,
-                edge_rps: first,
-                goodput_rps: goodput.unwrap_or(first),
-                dependency_rps: all,
-                queue_age_s,
-                refusals_rps,
-            };
-        }
+    if n == 1
+        && client_attempts.is_none()
+        && let (Some(first), Some(all)) = (rate(0, |x| x.first_arrivals), edge.door_rps)
+    {
+        return Sample {
+            t,
+            edge_rps: first,
+            goodput_rps: goodput.unwrap_or(first),
+            dependency_rps: all,
+            queue_age_s,
+            refusals_rps,
+        };
     }
     let edge_rps = edge.arrivals_rps.or(edge.calls_rps).unwrap_or(0.0);
     // What the caller just above the last target sent it: a server counts a request only when

@@ -1,0 +1,100 @@
+//! `seawall detect --scrape` on one server alone: the dependency of a running `seawall lab`
+//! stack, judged by its door (arrivals by attempt number, as the tiers' `Request-Attempt`
+//! headers say). The real `seawall lab` binary runs each stack; `detect` reads only the
+//! dependency's page. The baseline (every tier retrying) is called a storm within 5 s of the
+//! fault and not before; the seawall stack (one retrying owner, a budget) never; the baseline
+//! under a rising load without a fault never. The door's retry share is what decides: with it
+//! read as 0 the baseline is not called.
+
+mod detect_support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use detect_support::{TempDir, text, verdicts};
+
+const AT: f64 = 10.0;
+const FAULT: f64 = 4.0;
+const DURATION: f64 = 20.0;
+const STORMS: [&str; 2] = ["retry_storm", "metastable"];
+
+/// The dependency's `/metrics` URL once the lab has written `nodes.json`, and when it did.
+fn dependency(out: &Path, lab: &mut std::process::Child) -> (String, Instant) {
+    let path = out.join("nodes.json");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(json) = std::fs::read_to_string(&path) {
+            let v: serde_json::Value = serde_json::from_str(&json).expect("nodes.json");
+            let node = v["nodes"]
+                .as_array()
+                .expect("nodes")
+                .iter()
+                .find(|n| n["role"] == "dependency")
+                .expect("a dependency node");
+            return (node["metrics"].as_str().unwrap().to_string(), Instant::now());
+        }
+        assert!(lab.try_wait().unwrap().is_none(), "the lab exited before its stack was up");
+        assert!(Instant::now() < deadline, "no {} within 60 s", path.display());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Runs one stack and watches its dependency alone: `(t, verdict)` and the fault's `t`.
+fn watch(root: &Path, stack: &str, load: &[&str]) -> (Vec<(f64, String)>, f64) {
+    let out = root.join(format!("{stack}{}", load.join("")));
+    let mut lab = Command::new(env!("CARGO_BIN_EXE_seawall"))
+        .args(["lab", "--config", stack, "--capacity", "50", "--workers", "2"])
+        .args(load)
+        .args(["--at", &AT.to_string(), "--duration", &DURATION.to_string()])
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (url, up) = dependency(&out, &mut lab);
+    let intervals = format!("{:.0}", DURATION - 3.0);
+    let started = Instant::now();
+    let o = Command::new(env!("CARGO_BIN_EXE_seawall"))
+        .args(["detect", "--scrape", &url, "--interval", "1", "--warmup", "4", "--json"])
+        .args(["--max-intervals", &intervals])
+        .output()
+        .unwrap();
+    let _ = lab.kill();
+    let _ = lab.wait();
+    assert!(o.status.success(), "{stack}: {}", text(&o));
+    let vs = verdicts(&o.stdout);
+    // detect's t = 0 is its first interval's start, just after `started`.
+    (vs, AT - started.duration_since(up).as_secs_f64())
+}
+
+fn first_storm(vs: &[(f64, String)]) -> Option<f64> {
+    vs.iter().find(|(_, k)| STORMS.contains(&k.as_str())).map(|(t, _)| *t)
+}
+
+#[test]
+#[ignore = "slow: three lab runs of 20 s"]
+fn the_dependency_alone_tells_a_storm_by_its_callers_attempt_numbers() {
+    let root = TempDir::new("lab-door");
+    let fault = ["--rate", "40", "--fault", &format!("fail:{FAULT}")];
+
+    let (vs, at) = watch(&root.0, "baseline", &fault);
+    eprintln!("baseline (fault at t={at:.1}): {vs:?}");
+    let called = first_storm(&vs).unwrap_or_else(|| panic!("baseline: no storm: {vs:?}"));
+    // A verdict's t is the start of its 1 s interval: the fault may land inside it.
+    assert!(called > at - 1.0, "baseline: storm before the fault: {vs:?}");
+    assert!(called <= at + 5.0, "baseline: storm {:.1} s after the fault", called - at);
+
+    let (vs, at) = watch(&root.0, "seawall", &fault);
+    eprintln!("seawall (fault at t={at:.1}): {vs:?}");
+    assert!(first_storm(&vs).is_none(), "seawall called a storm: {vs:?}");
+    let judged = vs.iter().filter(|(t, k)| *t > at && k != "learning").count();
+    assert!(judged >= 4, "seawall: too few judged intervals after the fault: {vs:?}");
+
+    // A load rising 2.5× over the run, within the dependency's capacity, and no fault.
+    let (vs, _) =
+        watch(&root.0, "baseline", &["--rate", "16", "--ramp-to", "40", "--fault", "none"]);
+    eprintln!("baseline, rising load, no fault: {vs:?}");
+    assert!(first_storm(&vs).is_none(), "a rising load without a fault called a storm: {vs:?}");
+}
