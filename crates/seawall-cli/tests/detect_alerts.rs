@@ -1,5 +1,6 @@
-//! `seawall alerts`: the rule file has the four alerts with their holds; the dashboard is JSON
-//! Grafana can import; the jobs and timeout given end up in the queries.
+//! `seawall alerts`: the rule file has the six alerts with their holds and the top-callers
+//! records; the dashboard is JSON Grafana can import; the jobs and timeout given end up in the
+//! queries.
 
 use std::process::Command;
 
@@ -8,7 +9,7 @@ fn seawall(args: &[&str]) -> std::process::Output {
 }
 
 #[test]
-fn prometheus_rules_have_the_four_alerts() {
+fn prometheus_rules_have_the_six_alerts() {
     let out = seawall(&["alerts", "--edge-job", "gateway", "--caller-timeout", "0.25"]);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(out.status.success(), "{text}");
@@ -18,6 +19,8 @@ fn prometheus_rules_have_the_four_alerts() {
         ("SeawallDependencyToEdgeRatioUp", "2m"),
         ("SeawallRetryOverflowRising", "2m"),
         ("SeawallQueueOlderThanCallerTimeout", "1m"),
+        ("SeawallRetriesAtTheDoor", "2m"),
+        ("SeawallRetriesThroughTheProxy", "2m"),
     ] {
         let at =
             text.find(&format!("alert: {alert}\n")).unwrap_or_else(|| panic!("{alert}\n{text}"));
@@ -26,6 +29,8 @@ fn prometheus_rules_have_the_four_alerts() {
         assert!(block[..next].contains(&format!("for: {hold}\n")), "{alert}: {}", &block[..next]);
     }
     assert!(text.contains("> 1.5\n"), "attempts per call above 1.5:\n{text}");
+    assert!(text.contains("> 0.333\n"), "a retry share above a third:\n{text}");
+    assert!(text.contains("record: seawall:server_top_callers:rate1m\n"), "{text}");
     assert!(text.contains("job=\"gateway\"") && text.contains("> 0.25\n"), "{text}");
     // Every rule line is indented YAML (no tabs, no stray columns).
     assert!(text.lines().all(|l| !l.contains('\t')));

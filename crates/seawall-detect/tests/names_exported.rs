@@ -1,6 +1,8 @@
 //! Every metric name `detect`, `alerts` and `escape` read is one the layers really export: the
 //! client and server metrics registered in a real registry, as a seawall service exposes them.
 
+use std::time::Duration;
+
 use prometheus_client::registry::Registry;
 use seawall_detect::{alerts, names, prom};
 use seawall_tower::client::{ClientMetrics, metrics_text};
@@ -18,6 +20,22 @@ fn exported_page() -> String {
     metrics_text(&registry)
 }
 
+/// The page `seawall proxy` serves, after one retried request from one caller.
+fn proxy_page() -> String {
+    let stats = seawall_proxy::stats::Stats::default();
+    stats.request(Duration::from_millis(10), 2, "127.0.0.2");
+    stats.prometheus()
+}
+
+#[test]
+fn every_proxy_name_read_is_exported() {
+    let page = proxy_page();
+    let samples = prom::parse(&page).unwrap();
+    for name in names::PROXY {
+        assert!(samples.iter().any(|s| s.name == name), "{name} not exported:\n{page}");
+    }
+}
+
 #[test]
 fn every_name_read_is_exported_and_the_page_parses() {
     let page = exported_page();
@@ -29,7 +47,7 @@ fn every_name_read_is_exported_and_the_page_parses() {
 
 #[test]
 fn every_name_in_the_alerts_and_dashboard_is_exported() {
-    let page = exported_page();
+    let page = exported_page() + &proxy_page();
     let exported: Vec<String> = prom::parse(&page).unwrap().into_iter().map(|s| s.name).collect();
     let cfg = alerts::AlertConfig::default();
     for text in [alerts::prometheus_rules(&cfg), alerts::grafana_dashboard(&cfg)] {

@@ -110,7 +110,7 @@ pub fn dialect_rules(c: &AlertConfig) -> String {
             head.push_str(&format!("# weaker: {}\n", w.text));
         }
     }
-    render(&head, &format!("seawall-{}", c.dialect.as_str()), &c.path(), &rules(c))
+    render(&head, &format!("seawall-{}", c.dialect.as_str()), &c.path(), &rules(c), &[])
 }
 
 /// The dashboard for `c.dialect` (for [`Dialect::Seawall`], [`super::grafana_dashboard`]):

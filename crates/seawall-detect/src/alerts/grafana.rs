@@ -35,7 +35,8 @@ pub(super) fn panel(
 
 /// A Grafana dashboard (JSON model, schema 39) with a Prometheus datasource variable: the
 /// dependency-to-edge ratio, attempts per call, edge rate, goodput vs throughput, retry
-/// overflow, oldest queued age against the callers' timeout, and rejections by reason.
+/// overflow, oldest queued age against the callers' timeout, rejections by reason, in flight
+/// and queued, the retry share at the dependency's door and its top callers.
 ///
 /// ```
 /// let dash = seawall_detect::alerts::grafana_dashboard(&Default::default());
@@ -134,6 +135,22 @@ pub fn grafana_dashboard(c: &AlertConfig) -> String {
                 (format!("sum by (job) ({})", names::SERVER_IN_FLIGHT), "{{job}} in flight"),
                 (format!("sum by (job) ({})", names::SERVER_QUEUE_LENGTH), "{{job}} queued"),
             ],
+        ),
+        panel(
+            9,
+            "Retries at the door (share of arrivals with attempt 2 or later)",
+            "percentunit",
+            0,
+            32,
+            &[(super::rules::retry_share(c, names::SERVER_ARRIVALS), "{{job}}")],
+        ),
+        panel(
+            10,
+            "Top callers by request rate",
+            "reqps",
+            12,
+            32,
+            &[(super::rules::top_callers(c, names::SERVER_CALLER_ARRIVALS), "{{job}} {{caller}}")],
         ),
     ];
     let dash = json!({

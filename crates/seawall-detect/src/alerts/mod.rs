@@ -1,6 +1,6 @@
 //! Prometheus alerting rules and a Grafana dashboard for the metrics seawall exports.
 //!
-//! # Why these four alerts
+//! # Why these six alerts
 //!
 //! In a retry storm, dashboards that watch error rate and latency can stay green for minutes: every
 //! request was eventually succeeding after a retry. The alerts here watch what a storm changes
@@ -15,7 +15,17 @@
 //! 3. **retry overflow rising** — budgets are refusing retries: the dependency is sick, and
 //!    without the budget this would be a storm;
 //! 4. **oldest queued request older than the callers' timeout** — the queue holds work whose
-//!    caller has already given up (and is retrying it).
+//!    caller has already given up (and is retrying it);
+//! 5. and 6. **retries at the door** — more than a third of the requests arriving at a server
+//!    (counted by `ShedLayer`) or passing `seawall proxy` carry an attempt number of 2 or more
+//!    (`Request-Attempt`, `grpc-previous-rpc-attempts`): the callers are retrying it, which new
+//!    users, who arrive as first attempts, do not explain. A third is the share at which
+//!    attempts per first attempt, `1 / (1 − share)`, pass 1.5. This one needs only the
+//!    dependency's own page.
+//!
+//! Two recording rules keep each server's and each proxy's five heaviest callers by request
+//! rate (`seawall:server_top_callers:rate1m`, `seawall:proxy_top_callers:rate1m`): who to call
+//! first when one of them pages.
 //!
 //! For the other dialects ([`dialect_rules`]) the same alerts are written on the dialect's own
 //! names, from the queries `seawall detect --explain` prints: attempts per call (gRPC, Envoy:
@@ -30,7 +40,8 @@
 //! 1.3× its level 10 minutes earlier. Services are told apart by the `job` label Prometheus adds
 //! at scrape time; name the edge's and the dependency's jobs in [`AlertConfig`], or pick their
 //! series with any label matchers ([`AlertConfig::edge`], [`AlertConfig::dependency`]: the
-//! call-path alerts, the ratio and the queue age, then read those series). Attempts per call and
+//! call-path alerts, the ratio, the queue age and the door's retry share, then read those
+//! series). Attempts per call and
 //! retry overflow are each client's own, by `job` ([`AlertConfig::by`]), for every client on the
 //! edge's selector when one is given (the edge's client layer: the one that owns the retries),
 //! else for all.

@@ -6,7 +6,10 @@
 //! tried four times: 400 attempts/s at the dependency, goodput 0, 50 retries/s refused, the
 //! oldest queued request at twice the callers' timeout) or a **spike** (edge and dependency
 //! both up to 300/s, one attempt per call, all good). Both are evaluated 4 minutes in (the
-//! rules hold 2 minutes) and the spike again at 15 minutes. With a seawall `caller` selector,
+//! rules hold 2 minutes) and the spike again at 15 minutes. At the dependency's door (its
+//! server's and its proxy's attempt counts) the storm's 400/s are 100 first attempts and 300
+//! retries; six callers share them unevenly, and the storm test checks the top-callers records
+//! hold the five heaviest with their rates. With a seawall `caller` selector,
 //! the storm's dependency server counts only the 100/s it answered (the rest were abandoned in
 //! its queue) and the caller's client layer the 400 attempts/s it sent, so the
 //! dependency-to-edge alert fires only if the rule reads the caller's attempts.
@@ -27,6 +30,17 @@ struct Rates {
 }
 
 const STEP_S: f64 = 15.0;
+
+/// The dependency's callers and their shares of its arrivals, heaviest first (the sixth is
+/// left out of a top five).
+const CALLERS: [(&str, f64); 6] = [
+    ("checkout", 0.375),
+    ("search", 0.25),
+    ("cart", 0.15),
+    ("ads", 0.125),
+    ("mail", 0.075),
+    ("audit", 0.025),
+];
 
 /// A counter at 100/s (or `base`) for 30 minutes, then at `after`/s for 20 minutes.
 fn counter(base: f64, after: f64) -> String {
@@ -80,6 +94,20 @@ fn series(c: &AlertConfig, r: &Rates) -> Result<Vec<(String, String)>, String> {
                 s(crate::names::CLIENT_RETRY_OVERFLOW, l(&e, &[])?, counter(0.0, r.overflow)),
                 s(crate::names::SERVER_OLDEST_QUEUED, l(&d, &[])?, gauge(0.0, r.queue_s)),
             ];
+            // The door: first attempts are the edge's, the rest retries; the callers share
+            // the dependency's arrivals unevenly, six of them, so the top five leave one out.
+            for metric in [crate::names::SERVER_ARRIVALS, crate::names::PROXY_ATTEMPTS] {
+                v.push(s(metric, l(&d, &[("attempt", "1")])?, counter(100.0, r.edge)));
+                v.push(s(metric, l(&d, &[("attempt", "2")])?, counter(0.0, r.dep - r.edge)));
+            }
+            for metric in
+                [crate::names::SERVER_CALLER_ARRIVALS, crate::names::PROXY_CALLER_REQUESTS]
+            {
+                for (name, share) in CALLERS {
+                    let rates = counter(100.0 * share, r.dep * share);
+                    v.push(s(metric, l(&d, &[("caller", name)])?, rates));
+                }
+            }
             let caller = s(attempts, l(&c.caller, &[])?, counter(100.0, r.dep));
             if !c.caller.is_empty() && !v.iter().any(|(name, _)| *name == caller.0) {
                 v.push(caller);
@@ -180,16 +208,21 @@ fn expected(c: &AlertConfig, r: &Rule) -> (Option<String>, String) {
     let or = |a: &str, b: &str| if a.is_empty() { b.to_string() } else { a.to_string() };
     let value = match (c.dialect, r.name) {
         _ if !r.per_client => None,
-        (Dialect::Seawall, "SeawallQueueOlderThanCallerTimeout") => {
-            value_of(c.dependency_selector())
-        }
+        (
+            Dialect::Seawall,
+            "SeawallQueueOlderThanCallerTimeout"
+            | "SeawallRetriesAtTheDoor"
+            | "SeawallRetriesThroughTheProxy",
+        ) => value_of(c.dependency_selector()),
         (Dialect::Seawall, _) => value_of(c.edge_selector()),
         _ => value_of(or(&c.edge, &c.dependency)),
     };
     let summary = r
         .summary
         .replace(&format!("{{{{ $labels.{} }}}}", c.by), value.as_deref().unwrap_or(""))
-        .replace("{{ $value | printf \"%.2f\" }}", "4.00");
+        .replace("{{ $value | printf \"%.2f\" }}", "4.00")
+        // The storm's door: 300 of 400 arrivals per second are retries.
+        .replace("{{ $value | humanizePercentage }}", "75%");
     (value, summary)
 }
 
@@ -227,6 +260,9 @@ pub fn promtool_tests(c: &AlertConfig, rule_file: &str) -> Result<String, String
         for (s, v) in series(c, rates)? {
             let _ = writeln!(out, "      - series: {}\n        values: '{v}'", quote(&s));
         }
+        if fires && c.dialect == Dialect::Seawall {
+            top_callers_test(c, rates.dep, &mut out)?;
+        }
         let _ = writeln!(out, "    alert_rule_test:");
         for t in at {
             for r in &rules {
@@ -255,4 +291,28 @@ pub fn promtool_tests(c: &AlertConfig, rule_file: &str) -> Result<String, String
         }
     }
     Ok(out)
+}
+
+/// The storm's top-callers records: the five heaviest callers with their rates, not the sixth.
+fn top_callers_test(c: &AlertConfig, dep: f64, out: &mut String) -> Result<(), String> {
+    let by = parse_matchers(&c.dependency_selector())
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .find(|m| m.name == c.by)
+        .map(|m| format!(",{}=\"{}\"", c.by, m.value))
+        .unwrap_or_default();
+    let _ = writeln!(out, "    promql_expr_test:");
+    for r in super::rules::seawall_records(c) {
+        let _ =
+            writeln!(out, "      - expr: {}\n        eval_time: 34m\n        exp_samples:", r.name);
+        for (caller, share) in &CALLERS[..5] {
+            let _ = writeln!(
+                out,
+                "          - labels: {}\n            value: {}",
+                quote(&format!("{}{{caller=\"{caller}\"{by}}}", r.name)),
+                dep * share
+            );
+        }
+    }
+    Ok(())
 }

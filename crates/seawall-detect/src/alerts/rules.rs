@@ -44,7 +44,8 @@ pub(super) fn amplification(c: &AlertConfig, expr: &str, who: &str) -> [Rule; 2]
     ]
 }
 
-/// The four alerts of the [module docs](super) as a Prometheus rule file.
+/// The six alerts and two recording rules of the [module docs](super) as a Prometheus rule
+/// file.
 ///
 /// ```
 /// let yaml = seawall_detect::alerts::prometheus_rules(&Default::default());
@@ -56,6 +57,7 @@ pub fn prometheus_rules(c: &AlertConfig) -> String {
         "seawall",
         &c.path(),
         &seawall_rules(c),
+        &seawall_records(c),
     )
 }
 
@@ -127,7 +129,89 @@ pub(super) fn seawall_rules(c: &AlertConfig) -> Vec<Rule> {
             per_client: true,
         },
     ]);
+    out.extend(door_rules(c, &who));
     out
+}
+
+/// The retry share at the dependency's door above which its callers are amplifying: attempts
+/// per first attempt is `1 / (1 − share)`, so the share of [`AlertConfig::amplification`]
+/// (1.5 → one arrival in three is a retry).
+fn retry_share_threshold(c: &AlertConfig) -> f64 {
+    // Three decimals, so the rule reads `> 0.333`, not `> 0.33333333333333337`.
+    ((1.0 - 1.0 / c.amplification) * 1000.0).round() / 1000.0
+}
+
+/// The door rules: the share of the requests arriving at a server ([`names::SERVER_ARRIVALS`],
+/// counted by `ShedLayer`) or passing `seawall proxy` ([`names::PROXY_ATTEMPTS`]) that are
+/// retries — attempt 2 or later, from the callers' `Request-Attempt` or
+/// `grpc-previous-rpc-attempts` — per server. A surge of retries at the door says the callers'
+/// own dependencies are failing, whatever the edge does: new users arrive as first attempts.
+fn door_rules(c: &AlertConfig, who: &str) -> Vec<Rule> {
+    let share = retry_share_threshold(c);
+    let rule = |name, metric: &str, door: &str| Rule {
+        name,
+        expr: format!("{}\n> {share}", retry_share(c, metric)),
+        hold: "2m",
+        severity: "page",
+        summary: format!(
+            "{who}: {{{{ $value | humanizePercentage }}}} of the requests arriving at {door} are \
+             retries (attempt 2 or later; > {:.0} %): its callers are retrying it, which new \
+             users do not explain",
+            share * 100.0
+        ),
+        delay: format!(
+            "2m after the retry share over the last minute passes {share} (a storm of 4 attempts \
+             a call passes it about 10 s in), plus up to one evaluation interval"
+        ),
+        per_client: true,
+    };
+    vec![
+        rule("SeawallRetriesAtTheDoor", names::SERVER_ARRIVALS, "its door"),
+        rule("SeawallRetriesThroughTheProxy", names::PROXY_ATTEMPTS, "the seawall proxy"),
+    ]
+}
+
+/// The share of `metric`'s requests (counted by `attempt`) that are retries, per
+/// [`AlertConfig::by`], on the dependency's selector, as PromQL.
+pub(super) fn retry_share(c: &AlertConfig, metric: &str) -> String {
+    format!(
+        "sum by ({by}) (rate({metric}{retries}[1m]))\n/\nsum by ({by}) (rate({metric}{all}[1m]))",
+        by = c.by,
+        retries = braces(&join(&[r#"attempt!="1""#, &c.dependency])),
+        all = braces(&c.dependency),
+    )
+}
+
+/// The five heaviest callers in `metric` (counted by `caller`) per [`AlertConfig::by`], as
+/// PromQL.
+pub(super) fn top_callers(c: &AlertConfig, metric: &str) -> String {
+    format!(
+        "topk by ({by}) (5, sum by ({by}, caller) (rate({metric}{sel}[1m])))",
+        by = c.by,
+        sel = braces(&c.dependency),
+    )
+}
+
+/// One recording rule: the series it records and its expression.
+pub(super) struct Record {
+    pub(super) name: &'static str,
+    pub(super) expr: String,
+}
+
+/// The recording rules: each server's and each proxy's top callers by request rate, the five
+/// heaviest per [`AlertConfig::by`] (the exporters keep a bounded table of the heaviest callers;
+/// this picks the ones worth a panel or a look during a page).
+pub(super) fn seawall_records(c: &AlertConfig) -> Vec<Record> {
+    let top = |name, metric: &str| Record { name, expr: top_callers(c, metric) };
+    vec![
+        top("seawall:server_top_callers:rate1m", names::SERVER_CALLER_ARRIVALS),
+        top("seawall:proxy_top_callers:rate1m", names::PROXY_CALLER_REQUESTS),
+    ]
+}
+
+/// Label matchers joined by commas, the empty ones left out.
+fn join(parts: &[&str]) -> String {
+    parts.iter().filter(|p| !p.is_empty()).copied().collect::<Vec<_>>().join(",")
 }
 
 /// `{sel}`, or nothing for no selector.
@@ -140,9 +224,15 @@ fn dependency_name(c: &AlertConfig) -> String {
     if c.dependency.is_empty() { c.dependency_job.clone() } else { c.dependency.clone() }
 }
 
-/// A rule file: `head` (comment lines), one group `group`, the rules, each labelled with the
-/// call path `path`.
-pub(super) fn render(head: &str, group: &str, path: &str, rules: &[Rule]) -> String {
+/// A rule file: `head` (comment lines), one group `group`, the alerts, each labelled with the
+/// call path `path`, then the recording rules.
+pub(super) fn render(
+    head: &str,
+    group: &str,
+    path: &str,
+    rules: &[Rule],
+    records: &[Record],
+) -> String {
     let mut out = format!("{head}groups:\n  - name: {group}\n    rules:\n");
     let q = |s: &str| format!("'{}'", s.replace('\'', "''"));
     for r in rules {
@@ -161,6 +251,9 @@ pub(super) fn render(head: &str, group: &str, path: &str, rules: &[Rule]) -> Str
             q(&r.summary),
             q(&r.delay)
         );
+    }
+    for r in records {
+        let _ = writeln!(out, "      - record: {}\n        expr: |\n          {}", r.name, r.expr);
     }
     out
 }
