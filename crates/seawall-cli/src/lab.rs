@@ -81,6 +81,12 @@ pub(crate) struct Args {
     /// `seawall:retries` unless #KEY is given), so `seawall escape --redis` can act on the lab.
     #[arg(long, value_name = "URL")]
     fleet: Option<String>,
+    /// http://HOST:PORT[/PATH]: every node exports its spans there, OTLP/HTTP JSON (path
+    /// /v1/traces unless given), a server span per request and a client span per attempt with
+    /// http.request.resend_count, linked by W3C traceparent headers; watch them with `seawall
+    /// detect --otlp-listen HOST:PORT` or send them to your collector.
+    #[arg(long, value_name = "URL")]
+    otlp: Option<String>,
     /// Keep the stack up, under load, for this many seconds after the fault ends (sets
     /// --duration to --at + the fault + HOLD; still at most 600 s), so an external tool —
     /// `seawall detect`, `seawall escape` — can act on its post-fault state. The node URLs are
@@ -90,7 +96,7 @@ pub(crate) struct Args {
     /// Run the stack in memory on a virtual clock instead of as processes on loopback: the same
     /// tiers, layers and dependency, linked with a one-way latency (`--latency-us`), faster
     /// than real time, not capped by this machine's cores, and byte-identical for one seed.
-    #[arg(long = "virtual", conflicts_with_all = ["target", "file", "backend", "fleet", "hold"])]
+    #[arg(long = "virtual", conflicts_with_all = ["target", "file", "backend", "fleet", "hold", "otlp"])]
     virtual_lab: bool,
     /// With --virtual: each link's one-way latency, microseconds.
     #[arg(long, value_name = "US", default_value_t = seawall_lab::vlab::DEFAULT_LATENCY.as_micros() as u64, requires = "virtual_lab")]
@@ -194,6 +200,7 @@ fn params(args: &Args) -> anyhow::Result<LabParams> {
         backend: args.backend.clone(),
         seed: args.seed,
         fleet: args.fleet.clone(),
+        otlp: args.otlp.clone(),
         nodes_file: Some(args.out.join("nodes.json")),
     };
     p.validate()?;
@@ -202,8 +209,11 @@ fn params(args: &Args) -> anyhow::Result<LabParams> {
 
 fn target_params(args: &Args, url: &str) -> anyhow::Result<TargetParams> {
     anyhow::ensure!(
-        args.backend.is_none() && args.fleet.is_none() && args.hold.is_none(),
-        "--backend, --fleet and --hold are for the synthetic lab, not --target"
+        args.backend.is_none()
+            && args.fleet.is_none()
+            && args.hold.is_none()
+            && args.otlp.is_none(),
+        "--backend, --fleet, --hold and --otlp are for the synthetic lab, not --target"
     );
     let mut p = TargetParams::new(url)?;
     p.seed = args.seed;

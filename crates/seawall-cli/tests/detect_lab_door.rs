@@ -10,9 +10,9 @@ mod detect_support;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use detect_support::{TempDir, text, verdicts};
+use detect_support::{TempDir, lab_nodes, text, verdicts};
 
 const AT: f64 = 10.0;
 const FAULT: f64 = 4.0;
@@ -21,23 +21,14 @@ const STORMS: [&str; 2] = ["retry_storm", "metastable"];
 
 /// The dependency's `/metrics` URL once the lab has written `nodes.json`, and when it did.
 fn dependency(out: &Path, lab: &mut std::process::Child) -> (String, Instant) {
-    let path = out.join("nodes.json");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Ok(json) = std::fs::read_to_string(&path) {
-            let v: serde_json::Value = serde_json::from_str(&json).expect("nodes.json");
-            let node = v["nodes"]
-                .as_array()
-                .expect("nodes")
-                .iter()
-                .find(|n| n["role"] == "dependency")
-                .expect("a dependency node");
-            return (node["metrics"].as_str().unwrap().to_string(), Instant::now());
-        }
-        assert!(lab.try_wait().unwrap().is_none(), "the lab exited before its stack was up");
-        assert!(Instant::now() < deadline, "no {} within 60 s", path.display());
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (v, up) = lab_nodes(out, lab);
+    let node = v["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .find(|n| n["role"] == "dependency")
+        .expect("a dependency node");
+    (node["metrics"].as_str().unwrap().to_string(), up)
 }
 
 /// Runs one stack and watches its dependency alone: `(t, verdict)` and the fault's `t`.

@@ -154,6 +154,11 @@ pub struct LabParams {
     /// `seawall escape --redis` can turn retries off across the lab.
     #[serde(default)]
     pub fleet: Option<String>,
+    /// `http://HOST:PORT[/PATH]`: every node exports its spans there as OTLP/HTTP JSON (path
+    /// `/v1/traces` unless given; see [`crate::node::spans`] and [`otlp_traces_url`]), so the
+    /// lab can be watched through `seawall detect --otlp-listen` or a collector.
+    #[serde(default)]
+    pub otlp: Option<String>,
     /// Where to write each running stack's node URLs (see [`crate::run::NodeInfo`]) as soon as
     /// the stack is up, so an external tool (`seawall detect`, `seawall escape`) can find them.
     #[serde(default)]
@@ -178,6 +183,7 @@ impl Default for LabParams {
             backend: None,
             seed: 1,
             fleet: None,
+            otlp: None,
             nodes_file: None,
         }
     }
@@ -248,6 +254,9 @@ impl LabParams {
                 format!("expected redis://HOST:PORT[#KEY], got {f:?}"),
             ));
         }
+        if let Some(u) = &self.otlp {
+            otlp_traces_url(u)?;
+        }
         if self.backend.is_some() {
             // One connection per worker: stay well inside a default max_connections of 100.
             if self.workers > 32 {
@@ -305,8 +314,34 @@ impl Default for VirtualParams {
     }
 }
 
+/// The OTLP/HTTP traces endpoint of `--otlp URL`: `http://HOST:PORT` gains the signal path
+/// `/v1/traces` (as the OTLP exporters' `OTEL_EXPORTER_OTLP_ENDPOINT` does); a URL with a path
+/// is taken as it is. Only `http://` (the lab sends plain HTTP/1.1).
+pub fn otlp_traces_url(url: &str) -> Result<String, LabError> {
+    let bad = |why: &str| LabError::bad_input("--otlp", format!("{url:?}: {why}"));
+    let uri: http::Uri = url.parse().map_err(|e| bad(&format!("{e}")))?;
+    if uri.scheme_str() != Some("http") || uri.host().is_none() {
+        return Err(bad("expected http://HOST:PORT[/PATH]"));
+    }
+    Ok(match uri.path() {
+        "" | "/" => format!("{}/v1/traces", url.trim_end_matches('/')),
+        _ => url.to_string(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn otlp_url_gains_the_traces_path_and_refuses_other_schemes() {
+        use super::otlp_traces_url as u;
+        assert_eq!(u("http://127.0.0.1:4318").unwrap(), "http://127.0.0.1:4318/v1/traces");
+        assert_eq!(u("http://127.0.0.1:4318/").unwrap(), "http://127.0.0.1:4318/v1/traces");
+        assert_eq!(u("http://h:1/otlp/v1/traces").unwrap(), "http://h:1/otlp/v1/traces");
+        for bad in ["https://h:4318", "127.0.0.1:4318", "http://", "grpc://h:4317", ""] {
+            assert!(u(bad).is_err(), "{bad}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -443,4 +443,19 @@ pub(crate) fn seawall(args: &[&str]) -> std::process::Output {
 
 pub(crate) fn text(o: &std::process::Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// A running `seawall lab`'s nodes (`OUT/nodes.json`, written when its stack is up) and when
+/// they appeared: the lab's t = 0, near enough.
+pub(crate) fn lab_nodes(out: &Path, lab: &mut Child) -> (serde_json::Value, Instant) {
+    let path = out.join("nodes.json");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(json) = std::fs::read_to_string(&path) {
+            return (serde_json::from_str(&json).expect("nodes.json"), Instant::now());
+        }
+        assert!(lab.try_wait().unwrap().is_none(), "the lab exited before its stack was up");
+        assert!(Instant::now() < deadline, "no {} within 60 s", path.display());
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

@@ -105,7 +105,7 @@ impl Caller {
             }
             Caller::Seawall { down, timeout } => {
                 let deadline = RequestDeadline::after(&SystemClock, *timeout);
-                match tokio::time::timeout(*timeout, down.call(Some(deadline))).await {
+                match tokio::time::timeout(*timeout, down.call(Some(deadline), None)).await {
                     Ok(r) if r.status().is_success() => StatusCode::OK,
                     _ => StatusCode::SERVICE_UNAVAILABLE,
                 }

@@ -166,8 +166,17 @@ impl Downstream {
 
     /// One logical call, carrying `deadline` (seawall: the one the server `DeadlineLayer` read
     /// from our caller). Returns the answer to give upward.
-    pub async fn call(&self, deadline: Option<RequestDeadline>) -> Response<()> {
+    /// With `traceparent`, the call's attempts are traced under it (see
+    /// [`super::spans::traced`]).
+    pub async fn call(
+        &self,
+        deadline: Option<RequestDeadline>,
+        traceparent: Option<http::HeaderValue>,
+    ) -> Response<()> {
         let mut req = Request::get(self.url.clone()).body(Empty::new()).expect("valid request");
+        if let Some(tp) = traceparent {
+            req.headers_mut().insert(super::spans::TRACEPARENT, tp);
+        }
         if let Some(d) = deadline {
             req.extensions_mut().insert(d);
         }

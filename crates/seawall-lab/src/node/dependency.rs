@@ -29,6 +29,7 @@ use seawall_tower::admin::AdminAuth;
 use seawall_tower::client::metrics_response;
 use seawall_tower::server::{ServerMetrics, admission_response};
 
+use super::spans::{SpanGuard, Tracer};
 use super::stats::{BusySpan, NodeStats, QueueSlot, mark_service};
 use super::{NodeSpec, admin};
 use crate::config::{FaultKind, Stack};
@@ -69,9 +70,16 @@ pub struct Dependency {
     /// How late the timer wakes a worker after its service sleep, microseconds, a moving
     /// average: each sleep asks for that much less (see [`Dependency::serve`]).
     timer_late_us: AtomicU64,
+    /// Its spans, when the spec asks for them ([`NodeSpec::otlp`]).
+    tracer: Option<Arc<Tracer>>,
 }
 
 impl Dependency {
+    /// Its spans, when the spec asks for them.
+    pub(super) fn tracer(&self) -> Option<&Arc<Tracer>> {
+        self.tracer.as_ref()
+    }
+
     /// The node's counters.
     pub(super) fn stats(&self) -> &Arc<NodeStats> {
         &self.stats
@@ -98,6 +106,7 @@ impl Dependency {
             admission: Arc::new(Control::new()),
             queue_timeout_ms: AtomicU64::new(0),
             timer_late_us: AtomicU64::new(0),
+            tracer: spec.otlp.as_ref().map(|_| Tracer::new(spec.role.as_str(), spec.seed)),
         }
     }
 
@@ -237,21 +246,35 @@ impl Drop for GoneOnDrop {
 }
 
 async fn handle(State(dep): State<Arc<Dependency>>, headers: HeaderMap) -> Response {
+    let span = dep.tracer.as_ref().map(|t| t.server(&headers));
+    let end = |span: Option<SpanGuard>, status: StatusCode| {
+        if let Some(mut s) = span
+            && status.is_server_error()
+        {
+            s.fail(Some(status.as_u16()));
+        }
+    };
     let (status, busy) = match dep.stack {
         // Baseline: a server that finishes what it started, caller or not (what most
-        // databases do): the work runs detached from the request.
+        // databases do): the work runs detached from the request, and its span ends with it.
         Stack::Baseline => {
             let gone = Arc::new(AtomicBool::new(false));
             let _guard = GoneOnDrop(gone.clone());
             let d = dep.clone();
-            let job = tokio::spawn(async move { d.work(None, &gone).await });
+            let job = tokio::spawn(async move {
+                let r = d.work(None, &gone).await;
+                end(span, r.0);
+                r
+            });
             job.await.unwrap_or((StatusCode::INTERNAL_SERVER_ERROR, None))
         }
-        // Seawall: the handler is the work; a caller that leaves cancels it, and the deadline
-        // the caller sent drops it if it expires in the queue.
+        // Seawall: the handler is the work; a caller that leaves cancels it (and ends its
+        // span), and the deadline the caller sent drops it if it expires in the queue.
         Stack::Seawall => {
             let deadline = super::tier::header_deadline(&headers).map(|d| Instant::now() + d);
-            dep.work(deadline, &AtomicBool::new(false)).await
+            let r = dep.work(deadline, &AtomicBool::new(false)).await;
+            end(span, r.0);
+            r
         }
     };
     let mut out = status.into_response();

@@ -11,6 +11,7 @@ pub mod backend;
 pub mod client;
 pub mod dependency;
 pub mod protect;
+pub mod spans;
 pub mod stats;
 pub mod tier;
 
@@ -80,6 +81,10 @@ pub struct NodeSpec {
     /// [`LabParams::fleet`]).
     #[serde(default)]
     pub fleet: Option<String>,
+    /// `http://HOST:PORT/v1/traces`: the node exports its spans there (OTLP/HTTP JSON, see
+    /// [`spans`]).
+    #[serde(default)]
+    pub otlp: Option<String>,
     /// The bearer token of the node's admin listener (see [`admin`]). Never serialized: a
     /// command line is readable by every local user, so a child gets it through its
     /// environment ([`ADMIN_TOKEN_ENV`]) instead.
@@ -100,6 +105,7 @@ impl fmt::Debug for NodeSpec {
             backend_table,
             seed,
             fleet,
+            otlp,
             admin_token,
         } = self;
         f.debug_struct("NodeSpec")
@@ -112,6 +118,7 @@ impl fmt::Debug for NodeSpec {
             .field("backend_table", backend_table)
             .field("seed", seed)
             .field("fleet", fleet)
+            .field("otlp", otlp)
             .field("admin_token", &admin_token.as_ref().map(|_| "<redacted>"))
             .finish()
     }
@@ -133,6 +140,7 @@ impl NodeSpec {
             backend_table: None,
             seed: params.seed.wrapping_add(role as u64),
             fleet: params.fleet.clone(),
+            otlp: params.otlp.as_deref().and_then(|u| crate::config::otlp_traces_url(u).ok()),
             admin_token: None,
         }
     }
@@ -158,10 +166,12 @@ pub async fn serve(
 ) -> Result<(), LabError> {
     let auth = admin::auth(spec.role.as_str(), spec.admin_token.as_deref())?;
     let mut follower = None;
+    let tracer;
     let (app, admin_app, stats) = match spec.role {
         Role::Dependency => {
             let dep = Arc::new(dependency::Dependency::new(&spec));
             let stats = dep.stats().clone();
+            tracer = dep.tracer().cloned();
             (dependency::router(dep.clone()), dependency::admin_router(&dep, &auth), stats)
         }
         _ => {
@@ -172,8 +182,17 @@ pub async fn serve(
                 })?);
             }
             let stats = tier.stats().clone();
+            tracer = tier.tracer().cloned();
             (tier::router(tier.clone()), tier::admin_router(&tier, &auth), stats)
         }
+    };
+    let exporter = match (tracer, &spec.otlp) {
+        (Some(t), Some(url)) => {
+            let url =
+                url.parse().map_err(|e| LabError::bad_input("--otlp", format!("{url:?}: {e}")))?;
+            Some(tokio::spawn(t.export(url)))
+        }
+        _ => None,
     };
     // Not a graceful shutdown: a lab node's in-flight work (hung requests, retry chains) is
     // exactly what must not outlive the run.
@@ -183,8 +202,8 @@ pub async fn serve(
         () = shutdown => Ok(()),
         () = stats::probe_timers(&stats) => Ok(()),
     };
-    if let Some(f) = follower {
-        f.abort();
+    for task in [follower, exporter].into_iter().flatten() {
+        task.abort();
     }
     r
 }

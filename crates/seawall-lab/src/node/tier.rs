@@ -20,6 +20,7 @@ use tower::util::BoxCloneSyncService;
 use super::admin;
 use super::backend::{PgBackend, PgService};
 use super::client::{Downstream, http_client};
+use super::spans::{self, SpanGuard, Tracer};
 use super::stats::{NodeStats, SERVICE_HEADER, StatsSnapshot};
 use super::{NodeSpec, Role};
 use crate::LabError;
@@ -48,6 +49,7 @@ pub struct Tier {
     registry: Registry,
     backend: Option<Arc<PgBackend>>,
     admission: Arc<Control>,
+    tracer: Option<Arc<Tracer>>,
 }
 
 impl Tier {
@@ -56,15 +58,22 @@ impl Tier {
         &self.stats
     }
 
+    /// Its spans, when the spec asks for them ([`NodeSpec::otlp`]).
+    pub(super) fn tracer(&self) -> Option<&Arc<Tracer>> {
+        self.tracer.as_ref()
+    }
+
     /// A tier for `spec`.
     pub async fn new(spec: &NodeSpec) -> Result<Arc<Self>, LabError> {
+        let tracer = tracer(spec);
         let (down, backend) = match (&spec.backend, spec.role) {
             (Some(url), Role::Order) => {
                 let table = spec.backend_table.as_deref().ok_or_else(|| {
                     LabError::bad_input("backend", "a postgres backend needs its table")
                 })?;
                 let pg = PgBackend::connect(url, table, spec.workers, spec.stack).await?;
-                let inner = BoxCloneSyncService::new(PgService(pg.clone()));
+                let inner =
+                    traced(&tracer, BoxCloneSyncService::new(PgService(pg.clone())), "postgres");
                 // The URL is only a label here: the service is the pool.
                 (
                     Downstream::new("http://postgres/", inner, spec.role, spec.stack, spec.seed)?,
@@ -78,7 +87,7 @@ impl Tier {
                 return Self::over(spec, url, http_client());
             }
         };
-        Ok(Self::assemble(spec, down, backend))
+        Ok(Self::assemble(spec, down, backend, tracer))
     }
 
     /// A tier for `spec` whose downstream calls go to `inner` (labelled `url`): the process
@@ -89,11 +98,20 @@ impl Tier {
         url: &str,
         inner: super::client::Inner,
     ) -> Result<Arc<Self>, LabError> {
+        let tracer = tracer(spec);
+        let authority = url.parse::<http::Uri>().ok().and_then(|u| u.authority().cloned());
+        let authority = authority.map_or_else(|| url.to_string(), |a| a.to_string());
+        let inner = traced(&tracer, inner, &authority);
         let down = Downstream::new(url, inner, spec.role, spec.stack, spec.seed)?;
-        Ok(Self::assemble(spec, down, None))
+        Ok(Self::assemble(spec, down, None, tracer))
     }
 
-    fn assemble(spec: &NodeSpec, down: Downstream, backend: Option<Arc<PgBackend>>) -> Arc<Self> {
+    fn assemble(
+        spec: &NodeSpec,
+        down: Downstream,
+        backend: Option<Arc<PgBackend>>,
+        tracer: Option<Arc<Tracer>>,
+    ) -> Arc<Self> {
         let mut registry = Registry::default();
         down.metrics().register(&mut registry);
         let layers = ServerMetrics::new();
@@ -106,6 +124,7 @@ impl Tier {
             registry,
             backend,
             admission: Arc::new(Control::new()),
+            tracer,
         })
     }
 
@@ -120,22 +139,59 @@ impl Tier {
     }
 }
 
+/// The tracer of `spec`'s node, when it asks for spans.
+fn tracer(spec: &NodeSpec) -> Option<Arc<Tracer>> {
+    spec.otlp.as_ref().map(|_| Tracer::new(spec.role.as_str(), spec.seed))
+}
+
+/// `inner` traced at `authority` by `tracer`, if there is one.
+fn traced(
+    tracer: &Option<Arc<Tracer>>,
+    inner: super::client::Inner,
+    authority: &str,
+) -> super::client::Inner {
+    match tracer {
+        Some(t) => spans::traced(inner, t.clone(), authority.to_string()),
+        None => inner,
+    }
+}
+
+/// Records `resp` in `span` (a 5xx fails it) and ends it.
+fn end(span: Option<SpanGuard>, resp: &http::Response<()>) {
+    if let Some(mut s) = span
+        && resp.status().is_server_error()
+    {
+        s.fail(Some(resp.status().as_u16()));
+    }
+}
+
 async fn handle(State(tier): State<Arc<Tier>>, req: Request) -> Response {
+    let span = tier.tracer.as_ref().map(|t| t.server(req.headers()));
+    let tp = span.as_ref().map(SpanGuard::traceparent);
     let resp = match tier.stack {
         // Baseline: no deadline, and the call runs to the end even if our caller has gone (a
-        // thread-per-request server that never learns its client hung up).
+        // thread-per-request server that never learns its client hung up); its span ends with
+        // the work, not with the caller.
         Stack::Baseline => {
             let t = tier.clone();
-            match tokio::spawn(async move { t.down.call(None).await }).await {
+            let work = async move {
+                let r = t.down.call(None, tp).await;
+                end(span, &r);
+                r
+            };
+            match tokio::spawn(work).await {
                 Ok(r) => r,
                 Err(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
             }
         }
         // Seawall: the deadline the server `DeadlineLayer` read from our caller travels down
-        // (the client layer stamps the time left); the call is cancelled with the request.
+        // (the client layer stamps the time left); the call, and its span, end with the
+        // request.
         Stack::Seawall => {
             let deadline = req.extensions().get::<RequestDeadline>().cloned();
-            tier.down.call(deadline).await
+            let r = tier.down.call(deadline, tp).await;
+            end(span, &r);
+            r
         }
     };
     let (parts, ()) = resp.into_parts();

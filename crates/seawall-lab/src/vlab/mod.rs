@@ -196,11 +196,12 @@ pub async fn run_stack(
     stack: Stack,
     v: VirtualParams,
 ) -> Result<Measured, LabError> {
-    if params.backend.is_some() || params.fleet.is_some() {
+    if params.backend.is_some() || params.fleet.is_some() || params.otlp.is_some() {
         return Err(LabError::bad_input(
             "--virtual",
             "the virtual lab runs the built-in dependency with nothing outside the process: \
-             no --backend or --fleet (and no nodes to reach: --hold has nothing to hold)",
+             no --backend, --fleet or --otlp (its clock is not the wall clock spans carry; and \
+             no nodes to reach: --hold has nothing to hold)",
         ));
     }
     align().await;
