@@ -31,8 +31,9 @@ fn dependency(out: &Path, lab: &mut std::process::Child) -> (String, Instant) {
     (node["metrics"].as_str().unwrap().to_string(), up)
 }
 
-/// Runs one stack and watches its dependency alone: `(t, verdict)` and the fault's `t`.
-fn watch(root: &Path, stack: &str, load: &[&str]) -> (Vec<(f64, String)>, f64) {
+/// Runs one stack and watches its dependency alone: `(t, verdict)`, the fault's `t`, and the
+/// callers its door named (its `lab-caller` headers, counted by `ShedLayer::with_callers`).
+fn watch(root: &Path, stack: &str, load: &[&str]) -> (Vec<(f64, String)>, f64, Vec<String>) {
     let out = root.join(format!("{stack}{}", load.join("")));
     let mut lab = Command::new(env!("CARGO_BIN_EXE_seawall"))
         .args(["lab", "--config", stack, "--capacity", "50", "--workers", "2"])
@@ -56,8 +57,18 @@ fn watch(root: &Path, stack: &str, load: &[&str]) -> (Vec<(f64, String)>, f64) {
     let _ = lab.wait();
     assert!(o.status.success(), "{stack}: {}", text(&o));
     let vs = verdicts(&o.stdout);
+    let mut callers: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .flat_map(|v| {
+            v["targets"][0]["top_callers"].as_array().cloned().unwrap_or_default().into_iter()
+        })
+        .filter_map(|c| c["caller"].as_str().map(String::from))
+        .collect();
+    callers.sort();
+    callers.dedup();
     // detect's t = 0 is its first interval's start, just after `started`.
-    (vs, AT - started.duration_since(up).as_secs_f64())
+    (vs, AT - started.duration_since(up).as_secs_f64(), callers)
 }
 
 fn first_storm(vs: &[(f64, String)]) -> Option<f64> {
@@ -70,21 +81,23 @@ fn the_dependency_alone_tells_a_storm_by_its_callers_attempt_numbers() {
     let root = TempDir::new("lab-door");
     let fault = ["--rate", "40", "--fault", &format!("fail:{FAULT}")];
 
-    let (vs, at) = watch(&root.0, "baseline", &fault);
+    let (vs, at, callers) = watch(&root.0, "baseline", &fault);
     eprintln!("baseline (fault at t={at:.1}): {vs:?}");
+    // The dependency has one caller, the order service, and its door names it.
+    assert_eq!(callers, ["order"], "baseline: the door's callers");
     let called = first_storm(&vs).unwrap_or_else(|| panic!("baseline: no storm: {vs:?}"));
     // A verdict's t is the start of its 1 s interval: the fault may land inside it.
     assert!(called > at - 1.0, "baseline: storm before the fault: {vs:?}");
     assert!(called <= at + 5.0, "baseline: storm {:.1} s after the fault", called - at);
 
-    let (vs, at) = watch(&root.0, "seawall", &fault);
+    let (vs, at, _) = watch(&root.0, "seawall", &fault);
     eprintln!("seawall (fault at t={at:.1}): {vs:?}");
     assert!(first_storm(&vs).is_none(), "seawall called a storm: {vs:?}");
     let judged = vs.iter().filter(|(t, k)| *t > at && k != "learning").count();
     assert!(judged >= 4, "seawall: too few judged intervals after the fault: {vs:?}");
 
     // A load rising 2.5× over the run, within the dependency's capacity, and no fault.
-    let (vs, _) =
+    let (vs, _, _) =
         watch(&root.0, "baseline", &["--rate", "16", "--ramp-to", "40", "--fault", "none"]);
     eprintln!("baseline, rising load, no fault: {vs:?}");
     assert!(first_storm(&vs).is_none(), "a rising load without a fault called a storm: {vs:?}");

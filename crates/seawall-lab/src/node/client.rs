@@ -120,6 +120,8 @@ pub struct Downstream {
     svc: Layered,
     metrics: Arc<ClientMetrics>,
     control: Arc<Control>,
+    /// Our name, sent as [`super::stats::CALLER_HEADER`].
+    caller: http::HeaderValue,
 }
 
 impl Downstream {
@@ -150,7 +152,8 @@ impl Downstream {
                 Layered::Owner(layer.layer(http))
             }
         };
-        Ok(Downstream { url, stack, svc, metrics, control })
+        let caller = http::HeaderValue::from_static(role.as_str());
+        Ok(Downstream { url, stack, svc, metrics, control, caller })
     }
 
     /// The runtime control of the layer's retry policy (the fleet switch drives it; a
@@ -174,6 +177,7 @@ impl Downstream {
         traceparent: Option<http::HeaderValue>,
     ) -> Response<()> {
         let mut req = Request::get(self.url.clone()).body(Empty::new()).expect("valid request");
+        req.headers_mut().insert(super::stats::CALLER_HEADER, self.caller.clone());
         if let Some(tp) = traceparent {
             req.headers_mut().insert(super::spans::TRACEPARENT, tp);
         }

@@ -20,10 +20,11 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::Request;
 use seawall::control::Control;
+use seawall_tower::server::shed::CallerKey;
 use seawall_tower::server::{DeadlineLayer, RejectReason, ServerMetrics, ShedLayer};
 use tower::util::MapRequestLayer;
 
-use super::stats::{NodeStats, StatsSnapshot};
+use super::stats::{CALLER_HEADER, NodeStats, StatsSnapshot};
 
 /// Wraps every route of `router` in the server layers, reporting into `metrics`, and counts
 /// arrivals into `stats`. `admission` is the operator's knob (100 % unless turned down).
@@ -39,6 +40,7 @@ pub fn protect<S: Clone + Send + Sync + 'static>(
         .route_layer(
             ShedLayer::new(cap)
                 .with_admission(admission.clone())
+                .with_callers(CallerKey::header(CALLER_HEADER))
                 .with_metrics(metrics.clone())
                 .with_clock(TokioClock),
         )
@@ -77,6 +79,7 @@ pub fn observe<S: Clone + Send + Sync + 'static>(
     let router = router.route_layer(
         ShedLayer::new(cap)
             .with_admission(admission.clone())
+            .with_callers(CallerKey::header(CALLER_HEADER))
             .with_metrics(metrics.clone())
             .with_clock(TokioClock),
     );

@@ -10,6 +10,11 @@ use tokio::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+/// The calling tier's name (`edge`, `gateway`, `order`) on every downstream request, which each
+/// node's `ShedLayer` counts its top callers by (`CallerKey::header`); the load generator sends
+/// none.
+pub const CALLER_HEADER: http::HeaderName = http::HeaderName::from_static("lab-caller");
+
 /// The response header that carries, from the dependency (or the PostgreSQL pool) up through
 /// every tier to the load generator, how long the work behind a 2xx answer took, in whole
 /// microseconds: the busy time that answer cost. With it the load generator adds up the busy
