@@ -38,6 +38,10 @@ use super::Role;
 use crate::LabError;
 use crate::config::Stack;
 
+/// The W3C Trace Context header (Trace Context, Level 1), which carries a traced call's
+/// context to the next tier (see [`super::spans`]).
+pub const TRACEPARENT: http::HeaderName = http::HeaderName::from_static("traceparent");
+
 /// The per-try timeout of the baseline's teams (a 250 ms client timeout, as in an
 /// index slowdown where the p50 goes 40 → 240 ms).
 pub const BASELINE_TIMEOUT: Duration = Duration::from_millis(250);
@@ -179,7 +183,7 @@ impl Downstream {
         let mut req = Request::get(self.url.clone()).body(Empty::new()).expect("valid request");
         req.headers_mut().insert(super::stats::CALLER_HEADER, self.caller.clone());
         if let Some(tp) = traceparent {
-            req.headers_mut().insert(super::spans::TRACEPARENT, tp);
+            req.headers_mut().insert(TRACEPARENT, tp);
         }
         if let Some(d) = deadline {
             req.extensions_mut().insert(d);

@@ -32,9 +32,8 @@ use tower::ServiceExt;
 use tower::util::BoxCloneSyncService;
 
 use super::client::Inner;
+pub use super::client::TRACEPARENT;
 
-/// The W3C Trace Context header.
-pub const TRACEPARENT: &str = "traceparent";
 /// Spans a node holds between two exports; more are dropped and counted.
 pub const MAX_BUFFERED: usize = 200_000;
 /// Spans in one export body (under the OTLP receivers' usual per-request limits).
