@@ -13,11 +13,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use detect_support::{TempDir, lab_nodes, text};
+use detect_support::{TempDir, lab_nodes, otlp_detect, text, unix_storms, unix_verdicts};
 
 const AT: f64 = 10.0;
 const DURATION: f64 = 20.0;
-const STORMS: [&str; 2] = ["retry_storm", "metastable"];
 
 struct Run {
     live: Vec<serde_json::Value>,
@@ -37,24 +36,7 @@ fn lines(b: &[u8]) -> Vec<serde_json::Value> {
 fn watch(root: &Path, stack: &str, load: &[&str]) -> Run {
     let out = root.join(format!("{stack}{}", load.join("")));
     let record = root.join(format!("{stack}{}.jsonl", load.join("")));
-    let intervals = format!("{:.0}", DURATION + 6.0);
-    let mut detect = Command::new(env!("CARGO_BIN_EXE_seawall"))
-        .args(["detect", "--otlp-listen", "127.0.0.1:0", "--json", "--lag", "3s"])
-        .args(["--max-intervals", &intervals, "--record"])
-        .arg(&record)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    let mut err = std::io::BufReader::new(detect.stderr.take().unwrap());
-    std::io::BufRead::read_line(&mut err, &mut first).unwrap();
-    let endpoint = first
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("detect did not say where it listens: {first:?}"))
-        .trim_end_matches(';')
-        .to_string();
+    let (detect, endpoint, _err) = otlp_detect(DURATION as u32 + 6, &record);
     let mut lab = Command::new(env!("CARGO_BIN_EXE_seawall"))
         .args(["lab", "--config", stack, "--capacity", "50", "--workers", "2"])
         .args(load)
@@ -85,17 +67,6 @@ fn watch(root: &Path, stack: &str, load: &[&str]) -> Run {
     Run { live: lines(&o.stdout), replay: lines(&replayed.stdout), fault_unix_s }
 }
 
-fn verdicts(lines: &[serde_json::Value]) -> Vec<(f64, String)> {
-    lines
-        .iter()
-        .filter_map(|l| Some((l["start_unix_s"].as_f64()?, l["verdict"].as_str()?.to_string())))
-        .collect()
-}
-
-fn first_storm(lines: &[serde_json::Value]) -> Option<f64> {
-    verdicts(lines).into_iter().find(|(_, k)| STORMS.contains(&k.as_str())).map(|(t, _)| t)
-}
-
 /// The sum of `key` over the intervals.
 fn total(lines: &[serde_json::Value], key: &str) -> f64 {
     lines.iter().filter_map(|l| l[key].as_f64()).sum()
@@ -109,9 +80,12 @@ fn the_labs_own_spans_tell_a_storm_and_only_a_storm() {
 
     let run = watch(&root.0, "baseline", &fault);
     for (how, lines) in [("live", &run.live), ("replay", &run.replay)] {
-        let vs = verdicts(lines);
+        let vs = unix_verdicts(lines);
         eprintln!("baseline {how} (fault at {:.1}): {vs:?}", run.fault_unix_s);
-        let called = first_storm(lines).unwrap_or_else(|| panic!("baseline {how}: no storm"));
+        let called = unix_storms(lines)
+            .first()
+            .copied()
+            .unwrap_or_else(|| panic!("baseline {how}: no storm"));
         // A verdict's time is the start of its 1 s interval: the fault may land inside it.
         assert!(called > run.fault_unix_s - 1.0, "baseline {how}: storm before the fault");
         assert!(
@@ -127,9 +101,12 @@ fn the_labs_own_spans_tell_a_storm_and_only_a_storm() {
 
     let run = watch(&root.0, "seawall", &fault);
     for (how, lines) in [("live", &run.live), ("replay", &run.replay)] {
-        let vs = verdicts(lines);
+        let vs = unix_verdicts(lines);
         eprintln!("seawall {how}: {vs:?}");
-        assert!(first_storm(lines).is_none(), "seawall {how} called a storm: {vs:?}");
+        assert!(
+            unix_storms(lines).first().copied().is_none(),
+            "seawall {how} called a storm: {vs:?}"
+        );
         let judged = vs
             .iter()
             .filter(|(t, k)| *t > run.fault_unix_s && k != "learning" && k != "quiet")
@@ -139,8 +116,11 @@ fn the_labs_own_spans_tell_a_storm_and_only_a_storm() {
 
     let run = watch(&root.0, "baseline", &["--rate", "16", "--ramp-to", "40", "--fault", "none"]);
     for (how, lines) in [("live", &run.live), ("replay", &run.replay)] {
-        let vs = verdicts(lines);
+        let vs = unix_verdicts(lines);
         eprintln!("baseline, rising load, no fault, {how}: {vs:?}");
-        assert!(first_storm(lines).is_none(), "a rising load called a storm ({how}): {vs:?}");
+        assert!(
+            unix_storms(lines).first().copied().is_none(),
+            "a rising load called a storm ({how}): {vs:?}"
+        );
     }
 }

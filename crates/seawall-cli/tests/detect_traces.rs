@@ -12,9 +12,13 @@
 //! Needs Python with those packages (`.ci/setup/python-grpc.sh` installs them); ignored unless
 //! asked for (`--ignored`).
 
+mod detect_support;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+use detect_support::{unix_storms, unix_verdicts};
 
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../seawall-detect/tests/otel_traces/storm.py")
@@ -32,23 +36,7 @@ struct Run {
 fn run(python: &Path, name: &str, args: &[&str]) -> Run {
     let record =
         std::env::temp_dir().join(format!("seawall-traces-{}-{name}.jsonl", std::process::id()));
-    let mut detect = Command::new(env!("CARGO_BIN_EXE_seawall"))
-        .args(["detect", "--otlp-listen", "127.0.0.1:0", "--json", "--lag", "3s"])
-        .args(["--max-intervals", "24", "--record"])
-        .arg(&record)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("seawall detect starts");
-    let mut err = BufReader::new(detect.stderr.take().unwrap());
-    let mut first = String::new();
-    err.read_line(&mut first).unwrap();
-    let endpoint = first
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("detect did not say where it listens: {first:?}"))
-        .trim_end_matches(';')
-        .to_string();
+    let (detect, endpoint, _err) = detect_support::otlp_detect(24, &record);
     let mut py = Command::new(python)
         .arg(script())
         .arg(&endpoint)
@@ -86,21 +74,6 @@ fn run(python: &Path, name: &str, args: &[&str]) -> Run {
     Run { live, replay: parse(&replayed.stdout), started }
 }
 
-fn verdicts(lines: &[serde_json::Value]) -> Vec<(f64, String)> {
-    lines
-        .iter()
-        .filter_map(|l| Some((l["start_unix_s"].as_f64()?, l["verdict"].as_str()?.to_string())))
-        .collect()
-}
-
-fn storms(lines: &[serde_json::Value]) -> Vec<f64> {
-    verdicts(lines)
-        .into_iter()
-        .filter(|(_, v)| v == "retry_storm" || v == "metastable")
-        .map(|(t, _)| t)
-        .collect()
-}
-
 fn signals(lines: &[serde_json::Value]) -> &serde_json::Value {
     &lines.last().expect("a signals line")["signals"]
 }
@@ -128,10 +101,10 @@ fn traces_call_the_storm_and_only_the_storm() {
     });
     let fault = storm.started + 8.0;
     for (how, lines) in [("live", &storm.live), ("replay", &storm.replay)] {
-        let s = storms(lines);
+        let s = unix_storms(lines);
         eprintln!(
             "storm {how}: {:?}",
-            verdicts(lines)
+            unix_verdicts(lines)
                 .iter()
                 .map(|(t, v)| format!("{:.0}:{v}", t - storm.started))
                 .collect::<Vec<_>>()
@@ -155,7 +128,7 @@ fn traces_call_the_storm_and_only_the_storm() {
 
     // The control: the same stack, no fault.
     for (how, lines) in [("live", &calm.live), ("replay", &calm.replay)] {
-        assert!(storms(lines).is_empty(), "calm {how}: {:?}", verdicts(lines));
+        assert!(unix_storms(lines).is_empty(), "calm {how}: {:?}", unix_verdicts(lines));
     }
     assert_eq!(signals(&calm.replay)["staircases"], 0, "no retries without a fault");
 
@@ -163,11 +136,11 @@ fn traces_call_the_storm_and_only_the_storm() {
     for (how, lines) in [("live", &spike.live), ("replay", &spike.replay)] {
         eprintln!(
             "spike {how}: {:?}",
-            verdicts(lines)
+            unix_verdicts(lines)
                 .iter()
                 .map(|(t, v)| format!("{:.0}:{v}", t - spike.started))
                 .collect::<Vec<_>>()
         );
-        assert!(storms(lines).is_empty(), "spike {how}: {:?}", verdicts(lines));
+        assert!(unix_storms(lines).is_empty(), "spike {how}: {:?}", unix_verdicts(lines));
     }
 }

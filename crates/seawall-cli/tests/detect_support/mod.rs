@@ -23,6 +23,24 @@ pub(crate) fn verdicts(stdout: &[u8]) -> Vec<(f64, String)> {
         .collect()
 }
 
+/// `(start_unix_s, verdict)` of each line of a trace source's `detect --json` (the closing
+/// signals line has neither).
+pub(crate) fn unix_verdicts(lines: &[serde_json::Value]) -> Vec<(f64, String)> {
+    lines
+        .iter()
+        .filter_map(|l| Some((l["start_unix_s"].as_f64()?, l["verdict"].as_str()?.to_string())))
+        .collect()
+}
+
+/// The interval starts of those verdicts that call a storm (`retry_storm`, `metastable`).
+pub(crate) fn unix_storms(lines: &[serde_json::Value]) -> Vec<f64> {
+    unix_verdicts(lines)
+        .into_iter()
+        .filter(|(_, v)| v == "retry_storm" || v == "metastable")
+        .map(|(t, _)| t)
+        .collect()
+}
+
 /// A free loopback port (bound, then released for the program that will listen on it).
 pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
@@ -458,4 +476,31 @@ pub(crate) fn lab_nodes(out: &Path, lab: &mut Child) -> (serde_json::Value, Inst
         assert!(Instant::now() < deadline, "no {} within 60 s", path.display());
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// `seawall detect --otlp-listen 127.0.0.1:0 --json --lag 3s --max-intervals N --record FILE`,
+/// started: the child, the endpoint it says it listens on, and its stderr (kept open, so its
+/// later lines do not meet a closed pipe).
+pub(crate) fn otlp_detect(
+    intervals: u32,
+    record: &Path,
+) -> (Child, String, BufReader<std::process::ChildStderr>) {
+    let mut detect = Command::new(env!("CARGO_BIN_EXE_seawall"))
+        .args(["detect", "--otlp-listen", "127.0.0.1:0", "--json", "--lag", "3s"])
+        .args(["--max-intervals", &intervals.to_string(), "--record"])
+        .arg(record)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("seawall detect starts");
+    let mut err = BufReader::new(detect.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    let endpoint = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("detect did not say where it listens: {first:?}"))
+        .trim_end_matches(';')
+        .to_string();
+    (detect, endpoint, err)
 }
