@@ -143,7 +143,8 @@ pub(crate) struct Args {
     /// Replay up to this instant (RFC 3339).
     #[arg(long, value_name = "RFC3339", requires = "from")]
     to: Option<String>,
-    /// Print the PromQL each signal is read with (and what the dialect lacks), then exit.
+    /// Print the PromQL each signal is read with (and what the dialect lacks), then exit. With
+    /// --traces: also say how the spans are read and which signal decided each verdict.
     #[arg(long)]
     explain: bool,
     /// Seconds between scrapes or queries (live), or between points (Prometheus replay).

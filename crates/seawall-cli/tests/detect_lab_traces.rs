@@ -23,6 +23,8 @@ struct Run {
     replay: Vec<serde_json::Value>,
     /// Wall-clock second of the fault (the lab's t = AT).
     fault_unix_s: f64,
+    /// The spans `detect` received, as it recorded them.
+    record: std::path::PathBuf,
 }
 
 fn lines(b: &[u8]) -> Vec<serde_json::Value> {
@@ -64,7 +66,7 @@ fn watch(root: &Path, stack: &str, load: &[&str]) -> Run {
         .output()
         .unwrap();
     assert!(replayed.status.success(), "{stack}: {}", text(&replayed));
-    Run { live: lines(&o.stdout), replay: lines(&replayed.stdout), fault_unix_s }
+    Run { live: lines(&o.stdout), replay: lines(&replayed.stdout), fault_unix_s, record }
 }
 
 /// The sum of `key` over the intervals.
@@ -98,6 +100,15 @@ fn the_labs_own_spans_tell_a_storm_and_only_a_storm() {
     assert!(total(&run.live, "staircases") >= 100.0, "{:?}", run.live.last());
     assert!(total(&run.live, "resends") >= 1000.0, "{:?}", run.live.last());
     assert!(run.live.iter().any(|l| l["wasted_share"].as_f64() > Some(0.3)));
+    // `--explain` names what decided the storm: the attempts the client spans show.
+    let explained = Command::new(env!("CARGO_BIN_EXE_seawall"))
+        .args(["detect", "--explain", "--traces"])
+        .arg(&run.record)
+        .output()
+        .unwrap();
+    let says = text(&explained);
+    assert!(explained.status.success(), "{says}");
+    assert!(says.contains("retry_storm decided by: attempts per call"), "{says}");
 
     let run = watch(&root.0, "seawall", &fault);
     for (how, lines) in [("live", &run.live), ("replay", &run.replay)] {

@@ -70,6 +70,31 @@ fn signals_lines(a: &Analysis) -> String {
     out
 }
 
+/// `--explain` for spans: what the classifier reads from them, and for each change of verdict
+/// the signal that decided it (the classifier's first sentence; the trace-only signals are
+/// evidence beside it, never the judge).
+fn explain_lines(a: &Analysis, verdicts: &[Verdict]) -> String {
+    let dep = a.dependency.as_deref().unwrap_or("(none seen)");
+    let mut out = format!(
+        "explain: edge calls = root SERVER spans starting in each interval; goodput = those \
+         not failed\n\
+         explain: attempts = CLIENT spans to the dependency {dep} (the peer with the most \
+         client spans, or --peer)\n\
+         explain: the verdict is the classifier's on those two, as for every source; \
+         staircases, resends and server time after the caller left are evidence beside it\n"
+    );
+    let mut last = None;
+    for v in verdicts {
+        if last == Some(v.verdict) {
+            continue;
+        }
+        last = Some(v.verdict);
+        let why = v.evidence.first().map_or("no evidence given", String::as_str);
+        out.push_str(&format!("explain: t={:.0}s {} decided by: {why}\n", v.t, v.verdict.as_str()));
+    }
+    out
+}
+
 fn judge(a: &Analysis, thresholds: &Thresholds) -> Vec<Verdict> {
     let mut c = Classifier::new(thresholds.clone());
     a.intervals
@@ -137,8 +162,10 @@ pub(super) fn replay(
         out.push('\n');
         print!("{out}");
     } else {
+        let explain = if args.explain { explain_lines(&a, &verdicts) } else { String::new() };
         let entries: Vec<Entry> = verdicts.into_iter().map(Entry::Judged).collect();
-        print!("{}{}", timeline_of(&path.display().to_string(), &entries), signals_lines(&a));
+        let timeline = timeline_of(&path.display().to_string(), &entries);
+        print!("{timeline}{}{explain}", signals_lines(&a));
     }
     Ok(ExitCode::SUCCESS)
 }
