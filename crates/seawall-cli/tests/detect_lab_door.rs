@@ -9,10 +9,10 @@
 mod detect_support;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
-use detect_support::{TempDir, lab_nodes, text, verdicts};
+use detect_support::{TempDir, lab_nodes, small_lab, text, verdicts};
 
 const AT: f64 = 10.0;
 const FAULT: f64 = 4.0;
@@ -35,16 +35,7 @@ fn dependency(out: &Path, lab: &mut std::process::Child) -> (String, Instant) {
 /// callers its door named (its `lab-caller` headers, counted by `ShedLayer::with_callers`).
 fn watch(root: &Path, stack: &str, load: &[&str]) -> (Vec<(f64, String)>, f64, Vec<String>) {
     let out = root.join(format!("{stack}{}", load.join("")));
-    let mut lab = Command::new(env!("CARGO_BIN_EXE_seawall"))
-        .args(["lab", "--config", stack, "--capacity", "50", "--workers", "2"])
-        .args(load)
-        .args(["--at", &AT.to_string(), "--duration", &DURATION.to_string()])
-        .arg("--out")
-        .arg(&out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut lab = small_lab(stack, load, AT, DURATION, &[], &out);
     let (url, up) = dependency(&out, &mut lab);
     let intervals = format!("{:.0}", DURATION - 3.0);
     let started = Instant::now();

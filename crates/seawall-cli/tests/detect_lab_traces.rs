@@ -10,10 +10,12 @@
 mod detect_support;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use detect_support::{TempDir, lab_nodes, otlp_detect, text, unix_storms, unix_verdicts};
+use detect_support::{
+    TempDir, lab_nodes, otlp_detect, small_lab, text, unix_storms, unix_verdicts,
+};
 
 const AT: f64 = 10.0;
 const DURATION: f64 = 20.0;
@@ -39,16 +41,7 @@ fn watch(root: &Path, stack: &str, load: &[&str]) -> Run {
     let out = root.join(format!("{stack}{}", load.join("")));
     let record = root.join(format!("{stack}{}.jsonl", load.join("")));
     let (detect, endpoint, _err) = otlp_detect(DURATION as u32 + 6, &record);
-    let mut lab = Command::new(env!("CARGO_BIN_EXE_seawall"))
-        .args(["lab", "--config", stack, "--capacity", "50", "--workers", "2"])
-        .args(load)
-        .args(["--at", &AT.to_string(), "--duration", &DURATION.to_string()])
-        .args(["--otlp", &endpoint, "--out"])
-        .arg(&out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut lab = small_lab(stack, load, AT, DURATION, &["--otlp", &endpoint], &out);
     let (_, up) = lab_nodes(&out, &mut lab);
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
     let fault_unix_s = now - up.elapsed().as_secs_f64() + AT;

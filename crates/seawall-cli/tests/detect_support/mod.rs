@@ -504,3 +504,26 @@ pub(crate) fn otlp_detect(
         .to_string();
     (detect, endpoint, err)
 }
+
+/// `seawall lab --config STACK --capacity 50 --workers 2 LOAD... --at AT --duration D EXTRA...
+/// --out OUT`, started quietly: the small stack the lab-watching tests run.
+pub(crate) fn small_lab(
+    stack: &str,
+    load: &[&str],
+    at: f64,
+    duration: f64,
+    extra: &[&str],
+    out: &Path,
+) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_seawall"))
+        .args(["lab", "--config", stack, "--capacity", "50", "--workers", "2"])
+        .args(load)
+        .args(["--at", &at.to_string(), "--duration", &duration.to_string()])
+        .args(extra)
+        .arg("--out")
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("seawall lab starts")
+}
